@@ -1,0 +1,219 @@
+package openapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+)
+
+// RequestValidator checks incoming requests against the OpenAPI document:
+// path parameters, query parameter types, header values (e.g. a malformed
+// Version) and JSON bodies. It is deliberately lenient where real clients
+// are sloppy (see Validate).
+type RequestValidator struct {
+	doc    *openapi3.T
+	router routers.Router
+	opts   *openapi3filter.Options
+}
+
+// RequestError means the request does not match the API description; map it
+// to 400 Bad Request. Detail is meant for ProblemDetails.detail: it names the
+// JSON pointer of each offending field and what was expected, e.g.
+//
+//	request body: /numberOfSteps: must be an integer ≥ 1, got "1"
+//
+// At most a few issues are listed; the rest are counted.
+type RequestError struct {
+	Detail string
+	// Issues holds each problem found, in the same words as Detail.
+	Issues []string
+}
+
+func (e *RequestError) Error() string { return e.Detail }
+
+// RouteError means no operation of the API matches the request. Status is
+// 404 (unknown path) or 405 (known path, method not offered; Allow lists
+// the methods that are offered, for the Allow header).
+type RouteError struct {
+	Status int
+	Method string
+	Path   string
+	Allow  []string
+}
+
+func (e *RouteError) Error() string {
+	if e.Status == http.StatusMethodNotAllowed {
+		return fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", e.Method, e.Path, strings.Join(e.Allow, ", "))
+	}
+	return fmt.Sprintf("no resource %s in this API", e.Path)
+}
+
+// NewRequestValidator prepares a validator for doc, normally the result of
+// Load. Routing ignores the servers' hosts: only the path prefixes of the
+// servers (/vnflcm/v1, and /vnflcm for api_versions) are matched.
+func NewRequestValidator(doc *openapi3.T) (*RequestValidator, error) {
+	if doc == nil {
+		return nil, errors.New("openapi: NewRequestValidator: nil document")
+	}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: build router: %w", err)
+	}
+	return &RequestValidator{
+		doc:    doc,
+		router: router,
+		opts: &openapi3filter.Options{
+			MultiError: true,
+			// Defaults would be written back into the body and the query;
+			// the handler must see the request as the client sent it.
+			SkipSettingDefaults: true,
+			// Authentication is the server middleware's job; the security
+			// section only documents the schemes.
+			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+			// Keep schema and value dumps out of any message we fall back to.
+			SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.DisableSchemaErrorDetails()},
+		},
+	}, nil
+}
+
+// Validate checks r against the operation it addresses. It returns nil,
+// a *RouteError (no such path or method), a *RequestError (the request
+// does not match), or another error if the body cannot be read (for
+// example an *http.MaxBytesError from an http.MaxBytesReader, which the
+// caller should map to 413).
+//
+// Validate does its own routing, so it can run before or after the server's
+// router; a server that routes first only ever sees *RouteError for paths
+// its router knows but this document does not. Duplicate and trailing
+// slashes in the path are ignored.
+//
+// The body stays readable: r.Body is replaced by a reader over the same
+// bytes. Media types are not enforced: a non-empty body is read as JSON
+// whatever its Content-Type (curl sends form-urlencoded by default), a
+// stray Content-Type without a body is ignored, and Accept is not checked.
+func (v *RequestValidator) Validate(ctx context.Context, r *http.Request) error {
+	var body []byte
+	if r.Body != nil && r.Body != http.NoBody {
+		data, err := io.ReadAll(r.Body)
+		_ = r.Body.Close()
+		if err != nil {
+			return fmt.Errorf("read request body: %w", err)
+		}
+		body = data
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+		r.ContentLength = int64(len(data))
+	}
+
+	vreq := r.Clone(ctx)
+	u := *r.URL
+	u.Path = cleanPath(r.URL.Path)
+	u.RawPath = ""
+	vreq.URL = &u
+
+	route, params, err := v.router.FindRoute(vreq)
+	if err != nil {
+		return v.routeError(vreq, err)
+	}
+
+	hasBody := len(bytes.TrimSpace(body)) > 0
+	vreq.Body = http.NoBody
+	vreq.ContentLength = 0
+	if hasBody {
+		vreq.Body = io.NopCloser(bytes.NewReader(body))
+		vreq.ContentLength = int64(len(body))
+	}
+	vreq.GetBody = nil
+
+	if rb := route.Operation.RequestBody; rb != nil && rb.Value != nil && hasBody {
+		// Report broken JSON in our own words, with the byte offset.
+		var probe any
+		if err := json.Unmarshal(body, &probe); err != nil {
+			return newRequestError([]string{"request body: " + describeJSONError(err)})
+		}
+		if rb.Value.Content.Get(vreq.Header.Get("Content-Type")) == nil {
+			vreq.Header.Set("Content-Type", preferredMediaType(rb.Value.Content))
+		}
+	}
+
+	input := &openapi3filter.RequestValidationInput{
+		Request:    vreq,
+		PathParams: params,
+		Route:      route,
+		Options:    v.opts,
+	}
+	if err := openapi3filter.ValidateRequest(ctx, input); err != nil {
+		return newRequestError(explain(err))
+	}
+	return nil
+}
+
+func (v *RequestValidator) routeError(req *http.Request, err error) error {
+	re := &RouteError{Status: http.StatusNotFound, Method: req.Method, Path: req.URL.Path}
+	if !errors.Is(err, routers.ErrMethodNotAllowed) {
+		return re
+	}
+	re.Status = http.StatusMethodNotAllowed
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := req.Clone(req.Context())
+		probe.Method = m
+		if _, _, err := v.router.FindRoute(probe); err == nil {
+			re.Allow = append(re.Allow, m)
+		}
+	}
+	return re
+}
+
+// cleanPath collapses repeated slashes (the NFV-TST 010 robot suite sends
+// //vnflcm/v1/...) and drops a trailing slash.
+func cleanPath(p string) string {
+	for strings.Contains(p, "//") {
+		p = strings.ReplaceAll(p, "//", "/")
+	}
+	if len(p) > 1 {
+		p = strings.TrimSuffix(p, "/")
+	}
+	if p == "" {
+		p = "/"
+	}
+	return p
+}
+
+func preferredMediaType(c openapi3.Content) string {
+	if c.Get("application/json") != nil {
+		return "application/json"
+	}
+	for mt := range c {
+		if strings.HasSuffix(mt, "json") {
+			return mt
+		}
+	}
+	for mt := range c {
+		return mt
+	}
+	return "application/json"
+}
+
+func describeJSONError(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("not valid JSON: %s (at byte %d)", se.Error(), se.Offset)
+	case errors.As(err, &te):
+		return fmt.Sprintf("not valid JSON: %s", te.Error())
+	case err.Error() == "unexpected end of JSON input":
+		return "not valid JSON: the document ends too early"
+	}
+	return "not valid JSON: " + err.Error()
+}
