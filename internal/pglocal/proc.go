@@ -77,6 +77,12 @@ func processesIn(pgData string) []int {
 	return pids
 }
 
+// exists reports whether pid names any process, zombies included.
+func exists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
 // alive reports whether pid is a live process. A zombie counts as dead: in
 // containers whose init does not reap orphans a killed postmaster stays a
 // zombie forever.
@@ -150,14 +156,20 @@ func (s *Server) recoverPrevious(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// PostgreSQL itself ignores a postmaster.pid whose PID is dead, but refuses
-	// to start when the PID now belongs to another process (PID reuse after a
-	// reboot or in a container). No process of ours runs in pgData now, so the
-	// file is stale either way.
-	// The same holds for the socket lock files, which name the postmaster too;
+	// PostgreSQL itself handles a postmaster.pid (and socket lock files) whose
+	// PID is gone, and then also frees the old shared memory, so such files
+	// are left to it. It refuses to start when the PID exists: reused by an
+	// unrelated process (after a reboot, in a container) or a zombie that no
+	// init reaps. No process of ours runs in pgData now, so remove them then;
 	// the socket directory is private to this cluster.
 	stale := []string{filepath.Join(s.pgData, "postmaster.pid")}
-	if s.sockDir != "" {
+	switch {
+	case pid == 0: // no postmaster.pid: a clean shutdown
+		return nil
+	case pid < 0: // unreadable: PostgreSQL would refuse it; remove it
+	case !exists(pid):
+		return nil
+	case s.sockDir != "":
 		socks, _ := filepath.Glob(filepath.Join(s.sockDir, ".s.PGSQL.*"))
 		stale = append(stale, socks...)
 	}
