@@ -309,7 +309,7 @@ func TestCrashRecovery(t *testing.T) {
 					t.Fatalf("pid %d: alive %v exists %v, want a zombie", pid, alive(pid), exists(pid))
 				}
 				files := map[string]string{
-					filepath.Join(s.PGData(), "postmaster.pid"): fmt.Sprintf("%d\n%s\n", pid, s.PGData()),
+					filepath.Join(s.PGData(), "postmaster.pid"):                             fmt.Sprintf("%d\n%s\n", pid, s.PGData()),
 					filepath.Join(s.SocketDir(), fmt.Sprintf(".s.PGSQL.%d.lock", s.Port())): fmt.Sprintf("%d\n%s\n", pid, s.PGData()),
 				}
 				for f, content := range files {
