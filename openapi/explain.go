@@ -363,6 +363,8 @@ func describeSchema(s *openapi3.Schema) string {
 		switch {
 		case s.Format == "date-time":
 			d = "an RFC 3339 date-time string"
+		case s.Format == "uri":
+			d = "an absolute URI"
 		case s.MinLength == 1 && s.MaxLength == nil:
 			d = "a non-empty string"
 		case s.MinLength > 1:
@@ -449,7 +451,7 @@ func describeValue(v any, key string) string {
 	case float64:
 		return strconv.FormatFloat(x, 'f', -1, 64)
 	case string:
-		return strconv.Quote(truncate(x, 40))
+		return strconv.Quote(truncate(x, 80))
 	case map[string]any:
 		return "an object"
 	case []any:

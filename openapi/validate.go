@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -21,7 +22,6 @@ import (
 // Version) and JSON bodies. It is deliberately lenient where real clients
 // are sloppy (see Validate).
 type RequestValidator struct {
-	doc    *openapi3.T
 	router routers.Router
 	opts   *openapi3filter.Options
 }
@@ -59,8 +59,9 @@ func (e *RouteError) Error() string {
 }
 
 // NewRequestValidator prepares a validator for doc, normally the result of
-// Load. Routing ignores the servers' hosts: only the path prefixes of the
-// servers (/vnflcm/v1, and /vnflcm for api_versions) are matched.
+// Load. The document's servers are relative, so requests match on any host
+// and port: only the path prefixes /vnflcm/v1 (and /vnflcm for
+// api_versions) count.
 func NewRequestValidator(doc *openapi3.T) (*RequestValidator, error) {
 	if doc == nil {
 		return nil, errors.New("openapi: NewRequestValidator: nil document")
@@ -70,7 +71,6 @@ func NewRequestValidator(doc *openapi3.T) (*RequestValidator, error) {
 		return nil, fmt.Errorf("openapi: build router: %w", err)
 	}
 	return &RequestValidator{
-		doc:    doc,
 		router: router,
 		opts: &openapi3filter.Options{
 			MultiError: true,
@@ -79,11 +79,32 @@ func NewRequestValidator(doc *openapi3.T) (*RequestValidator, error) {
 			SkipSettingDefaults: true,
 			// Authentication is the server middleware's job; the security
 			// section only documents the schemes.
-			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
-			// Keep schema and value dumps out of any message we fall back to.
-			SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.DisableSchemaErrorDetails()},
+			AuthenticationFunc:      openapi3filter.NoopAuthenticationFunc,
+			SchemaValidationOptions: SchemaOptions(),
 		},
 	}, nil
+}
+
+// SchemaOptions returns the schema validation options Validate uses, for
+// callers (response checks in tests) that validate against the same
+// document: the "uri" format is enforced (an absolute URI, e.g. callbackUri,
+// Link.href, Location), and errors carry no schema or value dumps.
+func SchemaOptions() []openapi3.SchemaValidationOption {
+	return []openapi3.SchemaValidationOption{
+		openapi3.DisableSchemaErrorDetails(),
+		openapi3.WithStringFormatValidator("uri", openapi3.NewCallbackValidator(checkAbsoluteURI)),
+	}
+}
+
+func checkAbsoluteURI(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return errors.New("not a URI")
+	}
+	if !u.IsAbs() {
+		return errors.New("not an absolute URI")
+	}
+	return nil
 }
 
 // Validate checks r against the operation it addresses. It returns nil,

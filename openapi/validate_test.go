@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/apitest"
@@ -166,6 +168,8 @@ func TestInvalidBodies(t *testing.T) {
 			`request body: /filter/operationStates/0: must be one of "STARTING", "PROCESSING", "COMPLETED", "FAILED_TEMP", "FAILED", "ROLLING_BACK", "ROLLED_BACK", got "DONE"`},
 		{"secrets are not echoed", "POST", "/vnflcm/v1/subscriptions", `{"callbackUri":"http://nfvo/cb","authentication":{"authType":["BASIC"],"paramsBasic":{"userName":"u","password":123456}}}`,
 			`request body: /authentication/paramsBasic/password: must be a string, got an integer`},
+		{"callbackUri must be absolute", "POST", "/vnflcm/v1/subscriptions", `{"callbackUri":"/notification"}`,
+			`request body: /callbackUri: must be an absolute URI, got "/notification"`},
 		{"heal vnfc ids", "POST", inst + "/heal", `{"vnfcInstanceId":"c1"}`,
 			`request body: /vnfcInstanceId: must be an array, got "c1"`},
 	}
@@ -333,4 +337,22 @@ func TestUnreadableBody(t *testing.T) {
 	if err == nil || errors.As(err, &re) || !strings.Contains(err.Error(), "connection reset") {
 		t.Errorf("got %T %v, want a plain read error", err, err)
 	}
+}
+
+// TestConcurrentUse: one validator serves all requests of the server.
+func TestConcurrentUse(t *testing.T) {
+	v := newValidator(t)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := fmt.Sprintf(`{"type":"SCALE_OUT","aspectId":"a%d","numberOfSteps":%d}`, i, i%3)
+			err := v.Validate(context.Background(), request("POST", inst+"/scale", "application/json", body))
+			if (i%3 == 0) != (err != nil) {
+				t.Errorf("numberOfSteps %d: %v", i%3, err)
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -102,6 +102,9 @@ func (c *Checker) check(req *http.Request, resp *http.Response, body []byte) []s
 	if status >= 400 {
 		problems = append(problems, checkProblemDetails(resp, body)...)
 	}
+	if status == http.StatusMethodNotAllowed && resp.Header.Get("Allow") == "" {
+		problems = append(problems, "a 405 response must carry an Allow header listing the methods offered (RFC 9110 15.5.6)")
+	}
 	if (status == http.StatusAccepted || status == http.StatusNoContent || status == http.StatusSeeOther) && len(bytes.TrimSpace(body)) > 0 {
 		problems = append(problems, fmt.Sprintf("the body of a %d response must be empty, got %d bytes", status, len(body)))
 	}
@@ -138,7 +141,7 @@ func (c *Checker) check(req *http.Request, resp *http.Response, body []byte) []s
 			Options: &openapi3filter.Options{
 				IncludeResponseStatus:   true,
 				MultiError:              true,
-				SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.DisableSchemaErrorDetails()},
+				SchemaValidationOptions: openapi.SchemaOptions(),
 			},
 		}
 		if err := openapi3filter.ValidateResponse(context.Background(), input); err != nil {
@@ -236,7 +239,7 @@ func (c *Checker) validateNotification(body []byte, notificationType string) []s
 	if obj, _ := v.(map[string]any); obj == nil || obj["notificationType"] != notificationType {
 		problems = append(problems, fmt.Sprintf("notificationType must be %q", notificationType))
 	}
-	if err := ref.Value.VisitJSON(v, openapi3.MultiErrors(), openapi3.VisitAsResponse(), openapi3.DisableSchemaErrorDetails()); err != nil {
+	if err := ref.Value.VisitJSON(v, append(openapi.SchemaOptions(), openapi3.MultiErrors(), openapi3.VisitAsResponse())...); err != nil {
 		for _, p := range openapi.Explain(err) {
 			problems = append(problems, "OpenAPI "+notificationType+": "+p)
 		}

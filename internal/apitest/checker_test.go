@@ -307,6 +307,12 @@ func TestCheckRejectsNonConformingResponses(t *testing.T) {
 			[]string{`vnfInstance.schema.json: /instantiatedVnfInfo/vnfcResourceInfo/0/computeResource: missing property 'vimConnectionId'`}},
 		{exchange{"success on unknown path", "GET", base + "/vnf_packages", 200, nil, "[]"},
 			[]string{"the OpenAPI document has no operation GET /vnflcm/v1/vnf_packages", "should be 404 or 405"}},
+		{exchange{"relative Location", "POST", instURL + "/heal", 202, loc("/vnflcm/v1/vnf_lcm_op_occs/" + occID), ""},
+			[]string{`OpenAPI healVnf: response header "Location": must be an absolute URI, got "/vnflcm/v1/vnf_lcm_op_occs/` + occID + `"`}},
+		{exchange{"405 without Allow", "PATCH", base + "/vnf_instances", 405, nil, problem(405, "PATCH is not allowed")},
+			[]string{"a 405 response must carry an Allow header"}},
+		{exchange{"relative link", "GET", subURL, 200, nil, strings.Replace(subscription, `{"self": {"href": "`+subURL, `{"self": {"href": "/x`, 1)},
+			[]string{`/_links/self/href: must be an absolute URI, got "/x"`}},
 		{exchange{"303 without Location", "POST", base + "/subscriptions", 303, nil, ""},
 			[]string{`response header "Location" missing`}},
 	}
