@@ -114,6 +114,9 @@ func TestSpecConventions(t *testing.T) {
 					t.Errorf("%s: header %s must be optional (real clients omit it)", where, p.Value.Name)
 				}
 			}
+			if (method == "POST" || method == "PATCH") && op.Responses.Value("415") == nil {
+				t.Errorf("%s: must document 415 (body of a non-JSON media type)", where)
+			}
 			for status, resp := range op.Responses.Map() {
 				r := resp.Value
 				if r.Headers["Version"] == nil || !r.Headers["Version"].Value.Required {
