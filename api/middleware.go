@@ -1,0 +1,240 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/mini-vnfm/mini-vnfm/openapi"
+)
+
+type ctxKey int
+
+const (
+	keyRequestID ctxKey = iota
+	keyBody
+)
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(keyRequestID).(string)
+	return id
+}
+
+// requestID tags each request for logs and 500 answers.
+func (a *API) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		id := hex.EncodeToString(b)
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyRequestID, id)))
+	})
+}
+
+// recoverer turns a panic into a logged 500 ProblemDetails; a request never kills the server.
+func (a *API) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				a.log.Error("panic serving request", "panic", fmt.Sprint(v), "path", r.URL.Path, "stack", string(debug.Stack()))
+				a.writeProblem(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+var slashes = regexp.MustCompile(`/{2,}`)
+
+// cleanPath folds repeated slashes: the TST010 harness requests //vnflcm/v1/...
+func (a *API) cleanPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/vnflcm") {
+			w.Header().Set("Version", APIVersion) // on every answer, 404s included
+		}
+		if strings.Contains(r.URL.Path, "//") {
+			r.URL.Path = slashes.ReplaceAllString(r.URL.Path, "/")
+			r.URL.RawPath = ""
+		}
+		if len(r.URL.Path) > 1 && strings.HasSuffix(r.URL.Path, "/") {
+			r.URL.Path = strings.TrimRight(r.URL.Path, "/")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// observe logs each request (never its body) and records metrics by route pattern.
+func (a *API) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		d := time.Since(start)
+		if m := a.cfg.Metrics; m != nil {
+			m.HTTPRequests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
+			m.HTTPDuration.WithLabelValues(route, r.Method).Observe(d.Seconds())
+		}
+		lvl := a.log.Debug
+		if route != "/healthz" && route != "/readyz" && route != "/metrics" {
+			lvl = a.log.Info
+		}
+		lvl("http", "method", r.Method, "path", r.URL.Path, "route", route, "status", sw.status,
+			"duration", d.Round(time.Microsecond).String(), "requestId", requestID(r))
+	})
+}
+
+var versionRe = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)(-impl:.+)?$`)
+
+// version applies SOL013's Version header rules: absent means 1.3.0; a
+// malformed one is 400; another major version is 406. api_versions answers
+// whatever the client sends (the Tacker CLI always sends 2.0.0 there).
+func (a *API) version(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := strings.TrimSpace(r.Header.Get("Version"))
+		if v != "" && !strings.HasSuffix(r.URL.Path, "/api_versions") {
+			m := versionRe.FindStringSubmatch(v)
+			if m == nil {
+				a.writeProblem(w, r, problemf(http.StatusBadRequest, fmt.Sprintf("Version header %q is malformed; send %s (or omit the header)", v, APIVersion)))
+				return
+			}
+			if m[1] != "1" {
+				a.writeProblem(w, r, problemf(http.StatusNotAcceptable, fmt.Sprintf("API version %s is not supported under /vnflcm/v1; this VNFM serves %s (see GET /vnflcm/api_versions)", v, APIVersion)))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// validate reads a bounded request body, rejects non-JSON and malformed JSON
+// with precise messages, and checks the request against the OpenAPI spec. The
+// handler gets the body from the context.
+func (a *API) validate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body []byte
+		if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodDelete && r.Method != http.MethodHead {
+			b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes))
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				a.writeProblem(w, r, problemf(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", a.cfg.MaxBodyBytes)))
+				return
+			}
+			if err != nil {
+				a.writeProblem(w, r, problemf(http.StatusBadRequest, "cannot read request body: "+err.Error()))
+				return
+			}
+			body = b
+		}
+		if len(bytes.TrimSpace(body)) > 0 {
+			if ct := r.Header.Get("Content-Type"); ct != "" {
+				mt, _, err := mime.ParseMediaType(ct)
+				// curl -d sends form encoding by default; a JSON body is what counts.
+				jsonish := mt == "application/json" || mt == "application/merge-patch+json" || strings.HasSuffix(mt, "+json") ||
+					mt == "application/x-www-form-urlencoded"
+				if err != nil || !jsonish {
+					a.writeProblem(w, r, problemf(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not supported; send application/json (application/merge-patch+json for PATCH)", ct)))
+					return
+				}
+			}
+			if err := checkJSON(body); err != nil {
+				a.writeProblem(w, r, problemf(http.StatusBadRequest, err.Error()))
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if ct := r.Header.Get("Content-Type"); len(bytes.TrimSpace(body)) > 0 && (ct == "" || strings.HasPrefix(ct, "application/x-www-form-urlencoded")) {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		if err := a.validator.Validate(r.Context(), r); err != nil {
+			var re *openapi.RequestError
+			if errors.As(err, &re) {
+				a.writeProblem(w, r, problemf(http.StatusBadRequest, re.Detail))
+				return
+			}
+			// Routing misses are answered by our own router (404/405).
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyBody, body)))
+	})
+}
+
+// checkJSON reports syntax errors with line and column, for people.
+func checkJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line, col := position(b, se.Offset)
+			return fmt.Errorf("request body is not valid JSON: %v at line %d, column %d", se, line, col)
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return errors.New("request body is not valid JSON: it ends too early")
+		}
+		return fmt.Errorf("request body is not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return errors.New("request body has data after the JSON value; send exactly one JSON object")
+	}
+	return nil
+}
+
+func position(b []byte, off int64) (line, col int) {
+	line, col = 1, 1
+	for i := int64(0); i < off && i < int64(len(b)); i++ {
+		if b[i] == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+func bodyOf(r *http.Request) []byte {
+	b, _ := r.Context().Value(keyBody).([]byte)
+	return b
+}

@@ -1,0 +1,266 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
+	"github.com/mini-vnfm/mini-vnfm/internal/sol013"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
+)
+
+// Complex attributes left out unless asked for (SOL003 exclude_default).
+var (
+	instanceDefaultExcluded = [][]string{{"vnfConfigurableProperties"}, {"vimConnectionInfo"}, {"instantiatedVnfInfo"}, {"metadata"}, {"extensions"}}
+	opDefaultExcluded       = [][]string{{"operationParams"}, {"error"}, {"resourceChanges"}, {"changedInfo"}, {"changedExtConnectivity"}, {"progress"}}
+)
+
+func (a *API) href(path string) map[string]string {
+	return map[string]string{"href": a.base + path}
+}
+
+// toDoc converts a value to a generic JSON document with every secret masked:
+// this is the only way resources leave the server.
+func toDoc(v any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("api: marshal %T: %v", v, err))
+	}
+	var doc map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		panic(fmt.Sprintf("api: decode %T: %v", v, err))
+	}
+	out, _ := secrets.MaskDoc(doc).(map[string]any)
+	return out
+}
+
+func (a *API) instanceDoc(in *store.Instance) map[string]any {
+	doc := toDoc(in.VnfInstance)
+	p := "/vnflcm/v1/vnf_instances/" + in.ID
+	links := map[string]any{"self": a.href(p)}
+	if in.InstantiationState == model.Instantiated {
+		links["terminate"] = a.href(p + "/terminate")
+		links["scale"] = a.href(p + "/scale")
+		links["heal"] = a.href(p + "/heal")
+		links["changeExtConn"] = a.href(p + "/change_ext_conn")
+	} else {
+		links["instantiate"] = a.href(p + "/instantiate")
+	}
+	doc["_links"] = links
+	return doc
+}
+
+func (a *API) opDoc(op *store.OpOcc, journal []store.JournalEntry) map[string]any {
+	v := op.VnfLcmOpOcc
+	if len(v.OperationParams) == 0 {
+		v.OperationParams = json.RawMessage("{}")
+	}
+	v.Progress = progressOf(journal)
+	doc := toDoc(v)
+	p := "/vnflcm/v1/vnf_lcm_op_occs/" + op.ID
+	links := map[string]any{"self": a.href(p), "vnfInstance": a.href("/vnflcm/v1/vnf_instances/" + op.VnfInstanceID)}
+	switch op.OperationState {
+	case model.StateFailedTemp:
+		links["retry"] = a.href(p + "/retry")
+		links["rollback"] = a.href(p + "/rollback")
+		links["fail"] = a.href(p + "/fail")
+	case model.StateStarting, model.StateProcessing, model.StateRollingBack:
+		links["cancel"] = a.href(p + "/cancel")
+	}
+	doc["_links"] = links
+	return doc
+}
+
+// progressOf folds the journal into the progress extension: the latest phase
+// (a rollback after a run) is what a poller cares about.
+func progressOf(entries []store.JournalEntry) *model.Progress {
+	if len(entries) == 0 {
+		return nil
+	}
+	phase := store.PhaseRun
+	for _, e := range entries {
+		if e.Phase == store.PhaseRollback {
+			phase = store.PhaseRollback
+		}
+	}
+	p := &model.Progress{Steps: []model.StepProgress{}}
+	idx := map[string]int{}
+	for _, e := range entries {
+		if e.Phase != phase {
+			continue
+		}
+		i, ok := idx[e.Step]
+		if !ok {
+			i = len(p.Steps)
+			idx[e.Step] = i
+			p.Steps = append(p.Steps, model.StepProgress{Name: e.Step, State: model.StepPending})
+		}
+		s := &p.Steps[i]
+		if e.Node == "" {
+			s.State, s.Attempt, s.StartTime, s.EndTime, s.Error = e.State, e.Attempt, e.StartTime, e.EndTime, e.Error
+			if phase == store.PhaseRollback && e.State == model.StepCompleted {
+				s.State = model.StepRolledBack
+			}
+		} else {
+			s.Nodes = append(s.Nodes, model.NodeProgress{Name: e.Node, State: e.State, Message: e.Message, StartTime: e.StartTime, EndTime: e.EndTime})
+			s.NodesTotal++
+			if e.State == model.StepCompleted {
+				s.NodesDone++
+			}
+		}
+		for _, t := range []*time.Time{e.StartTime, e.EndTime} {
+			if t != nil && (p.UpdatedTime == nil || t.After(*p.UpdatedTime)) {
+				p.UpdatedTime = t
+			}
+		}
+	}
+	p.StepsTotal = len(p.Steps)
+	for _, s := range p.Steps {
+		switch s.State {
+		case model.StepCompleted, model.StepRolledBack, model.StepSkipped:
+			p.StepsDone++
+		case model.StepRunning:
+			p.CurrentStep = s.Name
+		case model.StepFailed:
+			p.CurrentStep = s.Name
+			p.LastError = s.Error
+		}
+	}
+	return p
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// listQuery holds the parsed query of a list request.
+type listQuery struct {
+	filter   *sol013.Filter
+	selector *sol013.Selector
+	after    int64
+}
+
+var listParams = []string{"filter", "all_fields", "fields", "exclude_fields", "exclude-fields", "exclude_default", "nextpage_opaque_marker"}
+
+// parseList validates a list request's query: unknown parameters are 400 (the
+// TST checks it), as are bad filters, selectors and markers.
+func (a *API) parseList(r *http.Request, fields, selectFields *sol013.Field) (*listQuery, error) {
+	q := r.URL.Query()
+	if err := onlyParams(q, listParams...); err != nil {
+		return nil, err
+	}
+	lq := &listQuery{}
+	if fs, ok := q["filter"]; ok {
+		if len(fs) != 1 {
+			return nil, problemf(http.StatusBadRequest, "give the filter parameter once; join expressions with ';'")
+		}
+		f, err := sol013.ParseFilter(fs[0])
+		if err != nil {
+			return nil, err
+		}
+		if err := f.Validate(fields); err != nil {
+			return nil, err
+		}
+		lq.filter = f
+	}
+	sel, err := sol013.ParseSelector(q, selectFields)
+	if err != nil {
+		return nil, err
+	}
+	if err := complexOnly(sel, selectFields); err != nil {
+		return nil, err
+	}
+	lq.selector = sel
+	if m := q.Get("nextpage_opaque_marker"); m != "" {
+		after, err := decodeMarker(m)
+		if err != nil {
+			return nil, problemf(http.StatusBadRequest, "nextpage_opaque_marker is not valid; follow the Link header of the previous page")
+		}
+		lq.after = after
+	}
+	return lq, nil
+}
+
+// complexOnly enforces SOL013 §5.3: fields and exclude_fields name complex
+// attributes; dropping a simple one would break the resource's schema.
+func complexOnly(sel *sol013.Selector, root *sol013.Field) error {
+	for _, set := range []struct {
+		param string
+		paths [][]string
+	}{{"fields", sel.Fields}, {"exclude_fields", sel.ExcludeFields}} {
+		for _, p := range set.paths {
+			f, err := root.Lookup(p)
+			if err != nil {
+				return err
+			}
+			switch f.Kind {
+			case sol013.KindString, sol013.KindNumber, sol013.KindBoolean:
+				return problemf(http.StatusBadRequest, fmt.Sprintf("%s: %q is a simple attribute; only complex attributes (objects, arrays) can be selected or excluded, simple ones are always returned", set.param, strings.Join(p, "/")))
+			}
+		}
+	}
+	return nil
+}
+
+func onlyParams(q url.Values, allowed ...string) error {
+	var bad []string
+	for k := range q {
+		if !slices.Contains(allowed, k) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	slices.Sort(bad)
+	hint := "this resource takes no query parameters"
+	if len(allowed) > 0 {
+		hint = "supported: " + strings.Join(allowed, ", ")
+	}
+	return problemf(http.StatusBadRequest, fmt.Sprintf("unsupported query parameter(s) %s; %s", strings.Join(bad, ", "), hint))
+}
+
+const markerPrefix = "m1."
+
+func encodeMarker(seq int64) string {
+	return markerPrefix + base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(seq, 10)))
+}
+
+func decodeMarker(s string) (int64, error) {
+	if !strings.HasPrefix(s, markerPrefix) {
+		return 0, fmt.Errorf("bad marker")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, markerPrefix))
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad marker")
+	}
+	return n, nil
+}
+
+// nextLink repeats the request's query (filter, selectors) with the new
+// marker: the Tacker CLI keeps only the Link's query string.
+func (a *API) nextLink(w http.ResponseWriter, r *http.Request, lastSeq int64) {
+	q := r.URL.Query()
+	q.Set("nextpage_opaque_marker", encodeMarker(lastSeq))
+	w.Header().Set("Link", fmt.Sprintf(`<%s%s?%s>; rel="next"`, a.base, r.URL.Path, q.Encode()))
+}

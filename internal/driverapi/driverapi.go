@@ -1,0 +1,88 @@
+// Package driverapi is the contract between the LCM engine and the drivers it
+// runs: the infra driver (VIM resources) and the management drivers (VNF
+// configuration hooks). It holds types only, so drivers need not import the
+// engine and the engine can be tested with in-test fakes.
+package driverapi
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+)
+
+// Op is one operation as a driver sees it. Drivers change Instance (the
+// engine's working copy) and ResourceChanges; the engine persists both after
+// each step and writes the instance when the operation completes.
+type Op struct {
+	ID        string // op occurrence id
+	Operation string // model.OpInstantiate, ...
+	// RollingBack is true while the engine undoes the operation.
+	RollingBack bool
+	// Instance is the decrypted working copy of the VNF instance.
+	Instance *model.VnfInstance
+	Vnfd     *model.Vnfd
+	Flavour  *model.Flavour
+	// Vim is the decrypted VIM connection the operation runs against (nil if none).
+	Vim *model.VimConnectionInfo
+	// Request is the typed request body: *model.InstantiateVnfRequest, *model.ScaleVnfRequest, ...
+	Request any
+	// AdditionalParams of the request, decrypted.
+	AdditionalParams map[string]any
+	// Previous holds values the engine recorded before changing the working
+	// copy (e.g. "scaleStatus" before a scale), for rollback.
+	Previous map[string]json.RawMessage
+
+	ResourceChanges        *model.ResourceChanges
+	ChangedInfo            map[string]any
+	ChangedExtConnectivity []model.ExtVirtualLinkInfo
+	// Scratch is driver state that must survive a crash between steps (persisted, sealed).
+	Scratch map[string]json.RawMessage
+
+	Log      *slog.Logger
+	Progress Progress
+	// CancelRequested reports a GRACEFUL cancel: finish the current unit of work,
+	// start no new one, and return ErrCancelled. A FORCEFUL cancel cancels ctx.
+	CancelRequested func() bool
+}
+
+// Progress records per-node checkpoints of the running step in the operation
+// journal; pollers see them in the op occurrence's progress attribute.
+type Progress interface {
+	// Note sets the running step's message.
+	Note(ctx context.Context, message string) error
+	// NodeStart marks a node as RUNNING with a message (e.g. "kubeadm join").
+	NodeStart(ctx context.Context, node, message string) error
+	// NodeNote updates a running node's message.
+	NodeNote(ctx context.Context, node, message string) error
+	// NodeDone marks a node COMPLETED with an optional JSON-encodable output.
+	NodeDone(ctx context.Context, node string, output any) error
+	// NodeFailed marks a node FAILED.
+	NodeFailed(ctx context.Context, node string, err error) error
+	// NodeCompleted reports whether the node completed in an earlier run of
+	// this step (crash resume or retry), with its recorded output.
+	NodeCompleted(node string) (output json.RawMessage, ok bool)
+}
+
+// InfraDriver manages the virtualised resources of a VNF on one kind of VIM.
+// Every method must be idempotent: the engine may call it again after a crash
+// or on retry, with the working copy as it was persisted.
+type InfraDriver interface {
+	Instantiate(ctx context.Context, op *Op) error
+	Terminate(ctx context.Context, op *Op) error
+	Scale(ctx context.Context, op *Op) error
+	Heal(ctx context.Context, op *Op) error
+	ChangeExtConn(ctx context.Context, op *Op) error
+	// RollbackInstantiate removes whatever Instantiate created, even partially.
+	RollbackInstantiate(ctx context.Context, op *Op) error
+	// RollbackScale restores the pre-scale capacity (op.Previous["scaleStatus"]).
+	RollbackScale(ctx context.Context, op *Op) error
+}
+
+// ErrCancelled is returned by drivers that stop because of a GRACEFUL cancel.
+var ErrCancelled = cancelledError{}
+
+type cancelledError struct{}
+
+func (cancelledError) Error() string { return "operation cancelled" }

@@ -1,0 +1,239 @@
+package lcm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
+)
+
+// EngineConfig tunes the worker pool. Zero values take the defaults.
+type EngineConfig struct {
+	Config
+	Workers int // concurrent operations per process (default 8)
+	// Lease is how long a claim lasts without a heartbeat (default 30s); a
+	// crashed engine's operations are resumed elsewhere after at most this.
+	Lease time.Duration
+	// Heartbeat renews leases and polls cancel flags (default Lease/3).
+	Heartbeat time.Duration
+	// Poll is the fallback claim interval when no notification arrives (default 2s).
+	Poll time.Duration
+	// GracefulCancelTimeout bounds how long a GRACEFUL cancel waits for the
+	// running step before its context is cancelled too (default 5m).
+	GracefulCancelTimeout time.Duration
+	// Hooks for metrics and tests; may be nil.
+	Observer Observer
+	// Name identifies this process in lease owners (default hostname-pid).
+	Name string
+}
+
+// Observer receives engine events (metrics, test instrumentation).
+type Observer interface {
+	StepFinished(operation, step, state string, d time.Duration)
+	// Checkpoint is called after every journal write; tests use it to crash the process.
+	Checkpoint(opID, what string)
+}
+
+// Engine claims op occurrences from the database and runs them.
+type Engine struct {
+	cfg  EngineConfig
+	svc  *Service
+	log  *slog.Logger
+	wake chan struct{}
+
+	mu      sync.Mutex
+	running map[string]*run // op id → run, for cancel notifications
+}
+
+// NewEngine builds an engine; call Run to start it.
+func NewEngine(cfg EngineConfig) *Engine {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 8
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 30 * time.Second
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = cfg.Lease / 3
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 2 * time.Second
+	}
+	if cfg.GracefulCancelTimeout <= 0 {
+		cfg.GracefulCancelTimeout = 5 * time.Minute
+	}
+	if cfg.Name == "" {
+		h, _ := os.Hostname()
+		cfg.Name = fmt.Sprintf("%s-%d", h, os.Getpid())
+	}
+	svc := NewService(cfg.Config)
+	return &Engine{cfg: cfg, svc: svc, log: svc.log.With("component", "engine"),
+		wake: make(chan struct{}, cfg.Workers), running: map[string]*run{}}
+}
+
+// Run works until ctx is cancelled, then waits for running operations to stop.
+// Operations interrupted by shutdown keep their journal and are resumed by the
+// next engine that claims them once their lease expires.
+func (e *Engine) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { e.listen(ctx) })
+	for i := 0; i < e.cfg.Workers; i++ {
+		wg.Go(func() { e.worker(ctx, i) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// Wake asks idle workers to look for work now (used after in-process enqueues).
+func (e *Engine) Wake() {
+	for i := 0; i < cap(e.wake); i++ {
+		select {
+		case e.wake <- struct{}{}:
+		default:
+			return
+		}
+	}
+}
+
+// listen turns LISTEN notifications into wake-ups and cancel signals, and
+// reconnects with backoff; the poll interval covers any gap.
+func (e *Engine) listen(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := e.listenOnce(ctx, e.svc.st.Pool())
+		if ctx.Err() != nil {
+			return
+		}
+		e.log.Warn("notification listener stopped; polling until it reconnects", "err", err, "retryIn", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (e *Engine) listenOnce(ctx context.Context, pool *pgxpool.Pool) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	for _, ch := range []string{store.ChannelOps, store.ChannelCancel} {
+		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		// Never hand a LISTENing connection back to the pool.
+		_ = conn.Conn().Close(context.Background())
+	}()
+	e.Wake() // catch up on anything enqueued while we were not listening
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		switch n.Channel {
+		case store.ChannelOps:
+			e.Wake()
+		case store.ChannelCancel:
+			e.mu.Lock()
+			r := e.running[n.Payload]
+			e.mu.Unlock()
+			if r != nil {
+				r.checkCancel(ctx)
+			}
+		}
+	}
+}
+
+func (e *Engine) worker(ctx context.Context, n int) {
+	log := e.log.With("worker", n)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		owner := e.cfg.Name + "/" + uuid.NewString()[:8]
+		op, err := e.svc.st.Claim(ctx, owner, e.cfg.Lease)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			log.Error("claim failed", "err", err)
+		}
+		if op != nil {
+			e.execute(ctx, op, owner)
+			continue // there may be more work
+		}
+		timer.Reset(e.cfg.Poll)
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// execute runs one claimed op under a heartbeat until it finishes, fails,
+// is cancelled, or the lease is lost.
+func (e *Engine) execute(parent context.Context, op *store.OpOcc, owner string) {
+	// Shutdown of this process must not look like a user cancel: the op keeps
+	// its lease until it expires and another engine resumes it.
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	defer cancel(nil)
+	r := &run{e: e, op: op, owner: owner, cancel: cancel,
+		log: e.log.With("opOccId", op.ID, "operation", op.Operation, "vnfInstanceId", op.VnfInstanceID, "attempt", op.Attempts)}
+	e.mu.Lock()
+	e.running[op.ID] = r
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.running, op.ID)
+		e.mu.Unlock()
+	}()
+
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		t := time.NewTicker(e.cfg.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-parent.Done():
+				// Stop working but leave the lease to expire: resume elsewhere.
+				cancel(errShutdown)
+				return
+			case <-t.C:
+				r.checkCancel(ctx)
+			}
+		}
+	}()
+	if op.IsCancelPending {
+		r.cancelMode.Store(op.CancelMode)
+		if op.CancelMode == model.CancelForceful {
+			cancel(errForceful)
+		}
+	}
+	r.execute(ctx)
+	cancel(nil)
+	<-hbDone
+}
+
+var (
+	errShutdown  = errors.New("engine shutting down")
+	errForceful  = errors.New("cancelled (FORCEFUL)")
+	errLeaseLost = errors.New("lease lost")
+)

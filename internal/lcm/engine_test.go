@@ -1,0 +1,667 @@
+package lcm_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
+	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Main(m, func(ctx context.Context, url string) error { return store.MigrateUp(ctx, url) }))
+}
+
+type world struct {
+	t     *testing.T
+	st    *store.Store
+	svc   *lcm.Service
+	infra *lcmtest.Infra
+	mgmt  *lcmtest.Mgmt
+	cfg   lcm.Config
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, pgtest.NewDB(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	key, _ := secrets.ParseKey(secrets.NewKey())
+	box, _ := secrets.NewBox(key)
+	w := &world{t: t, st: st, infra: &lcmtest.Infra{}, mgmt: &lcmtest.Mgmt{}}
+	w.cfg = lcm.Config{Store: st, Box: box, Mgmt: lcmtest.Registry(w.mgmt), Infra: lcmtest.Resolver(w.infra),
+		Logger: slog.New(slog.DiscardHandler)}
+	w.svc = lcm.NewService(w.cfg)
+	if err := st.PutPackage(ctx, lcmtest.SamplePackage()); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// engine starts an engine; the returned stop simulates a process going away
+// (its leases are left to expire).
+func (w *world) engine(lease time.Duration, obs lcm.Observer) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := lcm.NewEngine(lcm.EngineConfig{Config: w.cfg, Workers: 4, Lease: lease, Poll: 50 * time.Millisecond,
+		GracefulCancelTimeout: 5 * time.Second, Observer: obs})
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	w.t.Cleanup(stop)
+	return stop
+}
+
+func (w *world) instance() string {
+	w.t.Helper()
+	in, err := w.svc.CreateInstance(context.Background(), []byte(`{"vnfdId":"`+lcmtest.VnfdID+`","vnfInstanceName":"k8s"}`))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return in.ID
+}
+
+func instantiateBody(fake string) []byte {
+	return []byte(`{"flavourId":"simple","instantiationLevelId":"instantiation_level_2",
+		"vimConnectionInfo":[{"id":"vim1","vimType":"` + lcmtest.VimType + `","accessInfo":{"username":"admin","password":"vim-pass-123"}}],
+		"additionalParams":{"password":"node-pass-456","fake":` + fake + `}}`)
+}
+
+func (w *world) wait(opID string, states ...string) *store.OpOcc {
+	w.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		op, err := w.st.GetOpOcc(context.Background(), opID)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for _, s := range states {
+			if op.OperationState == s {
+				return op
+			}
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("op %s stayed %s; want %v (error %+v)", opID, op.OperationState, states, op.Error)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (w *world) mustInst(id string) *store.Instance {
+	w.t.Helper()
+	in, err := w.st.GetInstance(context.Background(), id)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return in
+}
+
+func vnfcIDs(in *store.Instance) []string {
+	var out []string
+	if in.InstantiatedVnfInfo != nil {
+		for _, v := range in.InstantiatedVnfInfo.VnfcResourceInfo {
+			out = append(out, v.ID)
+		}
+	}
+	return out
+}
+
+func TestInstantiateCompletes(t *testing.T) {
+	w := newWorld(t)
+	w.engine(5*time.Second, nil)
+	id := w.instance()
+	op, err := w.svc.Instantiate(context.Background(), id, instantiateBody(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.OperationState != model.StateStarting || op.Operation != model.OpInstantiate {
+		t.Fatalf("new op: %s %s", op.Operation, op.OperationState)
+	}
+	done := w.wait(op.ID, model.StateCompleted, model.StateFailedTemp)
+	if done.OperationState != model.StateCompleted {
+		t.Fatalf("instantiate ended %s: %+v", done.OperationState, done.Error)
+	}
+	in := w.mustInst(id)
+	if in.InstantiationState != model.Instantiated {
+		t.Fatalf("instance %s", in.InstantiationState)
+	}
+	if got := strings.Join(vnfcIDs(in), ","); got != "master-0,worker-0,worker-1,worker-2" {
+		t.Fatalf("vnfcs %s", got)
+	}
+	if ss := in.InstantiatedVnfInfo.ScaleStatus; len(ss) != 1 || ss[0].ScaleLevel != 1 {
+		t.Fatalf("scaleStatus %+v", ss)
+	}
+	if in.Metadata["cluster"] != "ready" {
+		t.Fatalf("instantiate_end effect missing: %+v", in.Metadata)
+	}
+	if n := len(done.ResourceChanges.AffectedVnfcs); n != 4 {
+		t.Fatalf("affectedVnfcs %d", n)
+	}
+	for _, h := range []string{"mgmt.instantiate_start", "mgmt.instantiate_end", "infra.instantiate"} {
+		if c := w.mgmt.Calls.Get(h) + w.infra.Calls.Get(h); c != 1 {
+			t.Errorf("%s ran %d times", h, c)
+		}
+	}
+	j, err := w.st.Journal(context.Background(), []string{op.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, nodes := 0, 0
+	for _, e := range j[op.ID] {
+		if e.State != model.StepCompleted {
+			t.Errorf("journal entry %s/%s is %s", e.Step, e.Node, e.State)
+		}
+		if e.Node == "" {
+			steps++
+		} else {
+			nodes++
+		}
+	}
+	if steps != 3 || nodes != 4 {
+		t.Fatalf("journal: %d steps %d nodes", steps, nodes)
+	}
+	// Secrets are sealed at rest: the plaintext appears in no column.
+	var leaks int
+	err = w.st.Pool().QueryRow(context.Background(), `SELECT
+		(SELECT count(*) FROM vnf_lcm_op_occs WHERE operation_params::text LIKE '%pass-%' OR coalesce(work::text,'') LIKE '%pass-%') +
+		(SELECT count(*) FROM vnf_instances WHERE coalesce(vim_connection_info::text,'') LIKE '%pass-%' OR coalesce(instantiated_vnf_info::text,'') LIKE '%pass-%')`).Scan(&leaks)
+	if err != nil || leaks != 0 {
+		t.Fatalf("plaintext secrets stored in %d rows (err %v)", leaks, err)
+	}
+	if in.VimConnectionInfo[0].AccessInfo["username"] != "admin" || !secrets.IsSealed(fmt.Sprint(in.VimConnectionInfo[0].AccessInfo["password"])) {
+		t.Fatalf("vim access info not sealed as expected: %+v", in.VimConnectionInfo[0].AccessInfo)
+	}
+}
+
+func TestFailureThenRetryResumesFromJournal(t *testing.T) {
+	w := newWorld(t)
+	w.engine(5*time.Second, nil)
+	flag := filepath.Join(t.TempDir(), "fail")
+	if err := os.WriteFile(flag, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := w.instance()
+	op, err := w.svc.Instantiate(context.Background(), id, instantiateBody(`{"failStep":"infra.instantiate","failNode":"worker-1","failFile":"`+flag+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := w.wait(op.ID, model.StateFailedTemp, model.StateCompleted)
+	if failed.OperationState != model.StateFailedTemp || failed.Error == nil {
+		t.Fatalf("want FAILED_TEMP with error, got %s %+v", failed.OperationState, failed.Error)
+	}
+	if !strings.Contains(failed.Error.Detail, "infra.instantiate") || !strings.Contains(failed.Error.Detail, "worker-1") {
+		t.Fatalf("error detail does not say what failed: %q", failed.Error.Detail)
+	}
+	if w.mustInst(id).InstantiationState != model.NotInstantiated {
+		t.Fatal("a failed instantiate changed the instance")
+	}
+	// Another task is blocked while the op is FAILED_TEMP.
+	if _, err := w.svc.Instantiate(context.Background(), id, instantiateBody(`{}`)); !isKind(err, lcm.KindConflict) || !strings.Contains(err.Error(), op.ID) {
+		t.Fatalf("second instantiate: %v", err)
+	}
+	if err := os.Remove(flag); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.Retry(context.Background(), op.ID); err != nil {
+		t.Fatal(err)
+	}
+	done := w.wait(op.ID, model.StateCompleted, model.StateFailedTemp)
+	if done.OperationState != model.StateCompleted || done.Error != nil {
+		t.Fatalf("retry ended %s %+v", done.OperationState, done.Error)
+	}
+	for node, want := range map[string]int{"master-0": 1, "worker-0": 1, "worker-1": 2, "worker-2": 1} {
+		if got := w.infra.Calls.Get("infra.instantiate/" + node); got != want {
+			t.Errorf("node %s created %d times, want %d", node, got, want)
+		}
+	}
+	if got := w.mgmt.Calls.Get("mgmt.instantiate_start"); got != 1 {
+		t.Errorf("completed step instantiate_start re-ran: %d", got)
+	}
+	if got := strings.Join(vnfcIDs(w.mustInst(id)), ","); got != "master-0,worker-0,worker-1,worker-2" {
+		t.Fatalf("vnfcs after retry: %s", got)
+	}
+	if _, err := w.svc.Retry(context.Background(), op.ID); !isKind(err, lcm.KindConflict) {
+		t.Fatalf("retry of a COMPLETED op: %v", err)
+	}
+}
+
+func isKind(err error, k lcm.Kind) bool {
+	var le *lcm.Error
+	return errors.As(err, &le) && le.Kind == k
+}
+
+func TestErrorDetailsNeverCarrySecrets(t *testing.T) {
+	w := newWorld(t)
+	w.engine(5*time.Second, nil)
+	id := w.instance()
+	op, _ := w.svc.Instantiate(context.Background(), id, instantiateBody(`{"failStep":"mgmt.instantiate_end"}`))
+	failed := w.wait(op.ID, model.StateFailedTemp)
+	if strings.Contains(failed.Error.Detail, "node-pass-456") || !strings.Contains(failed.Error.Detail, secrets.Mask) {
+		t.Fatalf("secret not scrubbed from error: %q", failed.Error.Detail)
+	}
+	j, _ := w.st.Journal(context.Background(), []string{op.ID})
+	for _, e := range j[op.ID] {
+		if strings.Contains(e.Error+e.Message, "node-pass-456") {
+			t.Fatalf("journal leaks a secret: %+v", e)
+		}
+	}
+}
+
+func TestRollbackInstantiate(t *testing.T) {
+	w := newWorld(t)
+	w.engine(5*time.Second, nil)
+	id := w.instance()
+	op, _ := w.svc.Instantiate(context.Background(), id, instantiateBody(`{"failStep":"mgmt.instantiate_end"}`))
+	w.wait(op.ID, model.StateFailedTemp)
+	if _, err := w.svc.Rollback(context.Background(), op.ID); err != nil {
+		t.Fatal(err)
+	}
+	rb := w.wait(op.ID, model.StateRolledBack, model.StateFailedTemp)
+	if rb.OperationState != model.StateRolledBack {
+		t.Fatalf("rollback ended %s %+v", rb.OperationState, rb.Error)
+	}
+	for _, c := range []string{"rollback.infra.instantiate"} {
+		if w.infra.Calls.Get(c) != 1 {
+			t.Errorf("%s ran %d times", c, w.infra.Calls.Get(c))
+		}
+	}
+	if w.mgmt.Calls.Get("rollback.mgmt.instantiate_end") != 1 {
+		t.Error("the failed instantiate_end step was not undone")
+	}
+	if in := w.mustInst(id); in.InstantiationState != model.NotInstantiated || in.InstantiatedVnfInfo != nil {
+		t.Fatalf("instance after rollback: %+v", in)
+	}
+	// The instance is free again.
+	op2, err := w.svc.Instantiate(context.Background(), id, instantiateBody(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.wait(op2.ID, model.StateCompleted)
+}
+
+func TestFailMakesOperationFinal(t *testing.T) {
+	w := newWorld(t)
+	w.engine(5*time.Second, nil)
+	id := w.instance()
+	op, _ := w.svc.Instantiate(context.Background(), id, instantiateBody(`{"failStep":"infra.instantiate"}`))
+	w.wait(op.ID, model.StateFailedTemp)
+	failed, err := w.svc.Fail(context.Background(), op.ID)
+	if err != nil || failed.OperationState != model.StateFailed {
+		t.Fatalf("fail: %v %v", err, failed)
+	}
+	for name, f := range map[string]func(context.Context, string) (*store.OpOcc, error){"retry": w.svc.Retry, "rollback": w.svc.Rollback, "fail": w.svc.Fail} {
+		if _, err := f(context.Background(), op.ID); !isKind(err, lcm.KindConflict) {
+			t.Errorf("%s of a FAILED op: %v", name, err)
+		}
+	}
+	if _, err := w.svc.Instantiate(context.Background(), id, instantiateBody(`{}`)); err != nil {
+		t.Fatalf("instance still blocked after fail: %v", err)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	t.Run("forceful stops the running step", func(t *testing.T) {
+		w := newWorld(t)
+		w.engine(5*time.Second, nil)
+		id := w.instance()
+		op, _ := w.svc.Instantiate(context.Background(), id, instantiateBody(`{"delayMs":20000}`))
+		w.waitNode(op.ID, "master-0")
+		start := time.Now()
+		if _, err := w.svc.Cancel(context.Background(), op.ID, model.CancelForceful); err != nil {
+			t.Fatal(err)
+		}
+		got := w.wait(op.ID, model.StateFailedTemp, model.StateCompleted)
+		if got.OperationState != model.StateFailedTemp || !strings.Contains(got.Error.Detail, "cancelled") || got.IsCancelPending {
+			t.Fatalf("after cancel: %s pending=%v %+v", got.OperationState, got.IsCancelPending, got.Error)
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("forceful cancel took %v: the step was not interrupted", time.Since(start))
+		}
+		if _, err := w.svc.Cancel(context.Background(), op.ID, model.CancelForceful); !isKind(err, lcm.KindConflict) {
+			t.Fatalf("cancel of a FAILED_TEMP op: %v", err)
+		}
+	})
+	t.Run("graceful finishes the current node and stops", func(t *testing.T) {
+		w := newWorld(t)
+		w.engine(5*time.Second, nil)
+		id := w.instance()
+		op, _ := w.svc.Instantiate(context.Background(), id, instantiateBody(`{"delayMs":400}`))
+		w.waitNode(op.ID, "master-0")
+		if _, err := w.svc.Cancel(context.Background(), op.ID, model.CancelGraceful); err != nil {
+			t.Fatal(err)
+		}
+		got := w.wait(op.ID, model.StateFailedTemp, model.StateCompleted)
+		if got.OperationState != model.StateFailedTemp {
+			t.Fatalf("graceful cancel ended %s", got.OperationState)
+		}
+		created := 0
+		for _, n := range []string{"master-0", "worker-0", "worker-1", "worker-2"} {
+			created += w.infra.Calls.Get("infra.instantiate/" + n)
+		}
+		if created == 0 || created == 4 {
+			t.Fatalf("graceful cancel should stop between nodes; %d of 4 created", created)
+		}
+	})
+	t.Run("starting op with no engine is rolled back at once", func(t *testing.T) {
+		w := newWorld(t)
+		id := w.instance()
+		op, _ := w.svc.Instantiate(context.Background(), id, instantiateBody(`{}`))
+		got, err := w.svc.Cancel(context.Background(), op.ID, "")
+		if err != nil || got.OperationState != model.StateRolledBack {
+			t.Fatalf("cancel STARTING: %v %+v", err, got)
+		}
+	})
+}
+
+func (w *world) waitNode(opID, node string) {
+	w.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		j, err := w.st.Journal(context.Background(), []string{opID})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for _, e := range j[opID] {
+			if e.Node == node {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	w.t.Fatalf("node %s never started", node)
+}
+
+func TestScaleAndRollback(t *testing.T) {
+	w := newWorld(t)
+	w.engine(5*time.Second, nil)
+	ctx := context.Background()
+	id := w.instance()
+	op, _ := w.svc.Instantiate(ctx, id, instantiateBody(`{}`))
+	w.wait(op.ID, model.StateCompleted)
+
+	scale := func(body string) *store.OpOcc {
+		t.Helper()
+		op, err := w.svc.Scale(ctx, id, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+	got := w.wait(scale(`{"type":"SCALE_OUT","aspectId":"worker_aspect","numberOfSteps":2}`).ID, model.StateCompleted, model.StateFailedTemp)
+	if got.OperationState != model.StateCompleted {
+		t.Fatalf("scale out: %+v", got.Error)
+	}
+	if ids := strings.Join(vnfcIDs(w.mustInst(id)), ","); ids != "master-0,worker-0,worker-1,worker-2,worker-3,worker-4" {
+		t.Fatalf("after scale out: %s", ids)
+	}
+	if _, err := w.svc.Scale(ctx, id, []byte(`{"type":"SCALE_OUT","aspectId":"worker_aspect","numberOfSteps":1}`)); !isKind(err, lcm.KindInvalid) {
+		t.Fatalf("scale beyond max level: %v", err)
+	}
+	if _, err := w.svc.Scale(ctx, id, []byte(`{"type":"SCALE_OUT","aspectId":"nope"}`)); !isKind(err, lcm.KindInvalid) {
+		t.Fatalf("unknown aspect: %v", err)
+	}
+	in := w.wait(scale(`{"type":"SCALE_IN","aspectId":"worker_aspect"}`).ID, model.StateCompleted)
+	if n := len(in.ResourceChanges.AffectedVnfcs); n != 1 || in.ResourceChanges.AffectedVnfcs[0].ChangeType != "REMOVED" {
+		t.Fatalf("scale in changes: %+v", in.ResourceChanges)
+	}
+	// A scale-out whose scale_end fails rolls back to the previous level.
+	failing := scale(`{"type":"SCALE_OUT","aspectId":"worker_aspect","additionalParams":{"fake":{"failStep":"mgmt.scale_end"}}}`)
+	w.wait(failing.ID, model.StateFailedTemp)
+	if _, err := w.svc.Rollback(ctx, failing.ID); err != nil {
+		t.Fatal(err)
+	}
+	w.wait(failing.ID, model.StateRolledBack)
+	inst := w.mustInst(id)
+	if lvl := inst.InstantiatedVnfInfo.ScaleStatus[0].ScaleLevel; lvl != 2 {
+		t.Fatalf("level after rollback %d", lvl)
+	}
+	if ids := strings.Join(vnfcIDs(inst), ","); ids != "master-0,worker-0,worker-1,worker-2,worker-3" {
+		t.Fatalf("vnfcs after rollback: %s", ids)
+	}
+	// Scale-in cannot be rolled back.
+	sin := scale(`{"type":"SCALE_IN","aspectId":"worker_aspect","additionalParams":{"fake":{"failStep":"mgmt.scale_end"}}}`)
+	w.wait(sin.ID, model.StateFailedTemp)
+	if _, err := w.svc.Rollback(ctx, sin.ID); !isKind(err, lcm.KindConflict) {
+		t.Fatalf("rollback of scale in: %v", err)
+	}
+}
+
+func TestTerminateAndDelete(t *testing.T) {
+	w := newWorld(t)
+	w.engine(5*time.Second, nil)
+	ctx := context.Background()
+	id := w.instance()
+	if err := w.svc.DeleteInstance(ctx, id); err != nil {
+		t.Fatalf("delete NOT_INSTANTIATED: %v", err)
+	}
+	id = w.instance()
+	if _, err := w.svc.Terminate(ctx, id, []byte(`{"terminationType":"FORCEFUL"}`)); !isKind(err, lcm.KindConflict) {
+		t.Fatalf("terminate NOT_INSTANTIATED: %v", err)
+	}
+	op, _ := w.svc.Instantiate(ctx, id, instantiateBody(`{}`))
+	w.wait(op.ID, model.StateCompleted)
+	if err := w.svc.DeleteInstance(ctx, id); !isKind(err, lcm.KindConflict) {
+		t.Fatalf("delete INSTANTIATED: %v", err)
+	}
+	term, err := w.svc.Terminate(ctx, id, []byte(`{"terminationType":"GRACEFUL","gracefulTerminationTimeout":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := w.wait(term.ID, model.StateCompleted)
+	if len(done.ResourceChanges.AffectedVnfcs) != 4 {
+		t.Fatalf("terminate changes %+v", done.ResourceChanges)
+	}
+	if in := w.mustInst(id); in.InstantiationState != model.NotInstantiated || in.InstantiatedVnfInfo != nil {
+		t.Fatalf("after terminate: %+v", in.VnfInstance)
+	}
+	if err := w.svc.DeleteInstance(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.GetInstance(ctx, id); !isKind(err, lcm.KindNotFound) {
+		t.Fatalf("deleted instance: %v", err)
+	}
+}
+
+func TestConcurrentTasksOnOneInstanceAcceptExactlyOne(t *testing.T) {
+	w := newWorld(t)
+	id := w.instance()
+	var ok, conflict atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		wg.Go(func() {
+			var err error
+			if i%2 == 0 {
+				_, err = w.svc.Instantiate(context.Background(), id, instantiateBody(`{}`))
+			} else {
+				_, err = w.svc.Modify(context.Background(), id, []byte(`{"vnfInstanceName":"n`+fmt.Sprint(i)+`"}`), 0)
+			}
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case isKind(err, lcm.KindConflict):
+				conflict.Add(1)
+			default:
+				t.Errorf("unexpected error: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != 1 || conflict.Load() != 99 {
+		t.Fatalf("accepted %d, conflicts %d; want 1 and 99", ok.Load(), conflict.Load())
+	}
+	var n int
+	_ = w.st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM vnf_lcm_op_occs WHERE vnf_instance_id=$1`, id).Scan(&n)
+	if n != 1 {
+		t.Fatalf("%d op occurrences stored", n)
+	}
+}
+
+// crashAt stops its engine (like a dying process: no cleanup, lease left to
+// expire) when a checkpoint is reached.
+type crashAt struct {
+	at   string
+	stop atomic.Pointer[func()]
+	hit  atomic.Bool
+}
+
+func (c *crashAt) StepFinished(string, string, string, time.Duration) {}
+func (c *crashAt) Checkpoint(_ string, what string) {
+	if what == c.at && c.hit.CompareAndSwap(false, true) {
+		go (*c.stop.Load())()
+	}
+}
+
+func TestAnotherEngineResumesAfterCrash(t *testing.T) {
+	w := newWorld(t)
+	obs := &crashAt{at: "run:node-end:infra.instantiate/worker-0"}
+	stopA := w.engine(time.Second, obs)
+	obs.stop.Store(&stopA)
+	id := w.instance()
+	op, _ := w.svc.Instantiate(context.Background(), id, instantiateBody(`{"delayMs":100}`))
+	deadline := time.Now().Add(10 * time.Second)
+	for !obs.hit.Load() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stopA()
+	if cur, _ := w.st.GetOpOcc(context.Background(), op.ID); cur.OperationState != model.StateProcessing {
+		t.Fatalf("after crash op is %s", cur.OperationState)
+	}
+	w.engine(time.Second, nil) // engine B
+	done := w.wait(op.ID, model.StateCompleted, model.StateFailedTemp)
+	if done.OperationState != model.StateCompleted {
+		t.Fatalf("resumed op ended %s %+v", done.OperationState, done.Error)
+	}
+	if done.Attempts < 2 {
+		t.Fatalf("attempts %d: not resumed by a second claim", done.Attempts)
+	}
+	for _, n := range []string{"master-0", "worker-0"} {
+		if c := w.infra.Calls.Get("infra.instantiate/" + n); c != 1 {
+			t.Errorf("checkpointed node %s ran %d times", n, c)
+		}
+	}
+	if got := w.mgmt.Calls.Get("mgmt.instantiate_start"); got != 1 {
+		t.Errorf("completed step re-ran %d times", got)
+	}
+	if got := strings.Join(vnfcIDs(w.mustInst(id)), ","); got != "master-0,worker-0,worker-1,worker-2" {
+		t.Fatalf("vnfcs after resume: %s", got)
+	}
+}
+
+func TestModifyInfoAndETag(t *testing.T) {
+	w := newWorld(t)
+	w.engine(5*time.Second, nil)
+	ctx := context.Background()
+	id := w.instance()
+	cur := w.mustInst(id)
+	if _, err := w.svc.Modify(ctx, id, []byte(`{"vnfInstanceName":"x"}`), cur.Version+1); !isKind(err, lcm.KindPrecondition) {
+		t.Fatalf("stale If-Match: %v", err)
+	}
+	op, err := w.svc.Modify(ctx, id, []byte(`{"vnfInstanceName":"renamed","metadata":{"a":"1","b":{"c":2}}}`), cur.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := w.wait(op.ID, model.StateCompleted)
+	b, _ := json.Marshal(done.ChangedInfo)
+	if !strings.Contains(string(b), `"vnfInstanceName":"renamed"`) {
+		t.Fatalf("changedInfo %s", b)
+	}
+	op, _ = w.svc.Modify(ctx, id, []byte(`{"metadata":{"a":null,"b":{"d":3}}}`), 0)
+	w.wait(op.ID, model.StateCompleted)
+	in := w.mustInst(id)
+	mb, _ := json.Marshal(in.Metadata)
+	if in.VnfInstanceName != "renamed" || string(mb) != `{"b":{"c":2,"d":3}}` {
+		t.Fatalf("after merge patch: name %q metadata %s", in.VnfInstanceName, mb)
+	}
+}
+
+func TestLeaseFencing(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	id := w.instance()
+	op, _ := w.svc.Instantiate(ctx, id, instantiateBody(`{}`))
+	claimed, err := w.st.Claim(ctx, "dead-engine", time.Second)
+	if err != nil || claimed == nil || claimed.ID != op.ID {
+		t.Fatalf("claim: %v %v", err, claimed)
+	}
+	if again, _ := w.st.Claim(ctx, "other", time.Second); again != nil {
+		t.Fatal("a leased op was claimed twice")
+	}
+	w.engine(time.Second, nil)
+	w.wait(op.ID, model.StateCompleted)
+	if err := w.st.JournalEnd(ctx, "dead-engine", store.JournalEntry{OpOccID: op.ID, Phase: store.PhaseRun, Step: "x", State: "COMPLETED"}, nil); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("stale journal write: %v", err)
+	}
+	if _, err := w.st.FinishOp(ctx, op.ID, "dead-engine", store.Finish{State: model.StateFailedTemp}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("stale finish: %v", err)
+	}
+	if _, _, err := w.st.Heartbeat(ctx, op.ID, "dead-engine", time.Second); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("stale heartbeat: %v", err)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	id := w.instance()
+	cases := []struct {
+		name string
+		call func() error
+		kind lcm.Kind
+		want string
+	}{
+		{"unknown vnfd", func() error {
+			_, err := w.svc.CreateInstance(ctx, []byte(`{"vnfdId":"00000000-0000-0000-0000-000000000000"}`))
+			return err
+		}, lcm.KindUnprocessable, "no VNF package"},
+		{"unknown flavour", func() error {
+			_, err := w.svc.Instantiate(ctx, id, []byte(`{"flavourId":"big"}`))
+			return err
+		}, lcm.KindInvalid, "simple"},
+		{"unknown level", func() error {
+			_, err := w.svc.Instantiate(ctx, id, []byte(`{"flavourId":"simple","instantiationLevelId":"x"}`))
+			return err
+		}, lcm.KindInvalid, "instantiationLevelId"},
+		{"unknown vim type", func() error {
+			_, err := w.svc.Instantiate(ctx, id, []byte(`{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"nope"}]}`))
+			return err
+		}, lcm.KindInvalid, "nope"},
+		{"bad terminationType", func() error {
+			_, err := w.svc.Terminate(ctx, id, []byte(`{"terminationType":"SOFT"}`))
+			return err
+		}, lcm.KindInvalid, "FORCEFUL"},
+		{"scale not instantiated", func() error {
+			_, err := w.svc.Scale(ctx, id, []byte(`{"type":"SCALE_OUT","aspectId":"worker_aspect"}`))
+			return err
+		}, lcm.KindConflict, "NOT_INSTANTIATED"},
+		{"missing instance", func() error {
+			_, err := w.svc.Heal(ctx, "6f1e2d3c-0000-4000-8000-000000000000", []byte(`{}`))
+			return err
+		}, lcm.KindNotFound, "does not exist"},
+		{"malformed id", func() error { _, err := w.svc.GetOpOcc(ctx, "../etc"); return err }, lcm.KindNotFound, "does not exist"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.call()
+			if !isKind(err, c.kind) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v; want kind %d mentioning %q", err, c.kind, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,533 @@
+package lcm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
+)
+
+// run is one claim of one op occurrence by one worker.
+type run struct {
+	e      *Engine
+	op     *store.OpOcc
+	owner  string
+	cancel context.CancelCauseFunc
+	log    *slog.Logger
+
+	cancelMode atomic.Value // string: "" or the requested cancel mode
+	graceOnce  sync.Once
+
+	dop     *driverapi.Op                     // set once loaded
+	journal map[journalKey]store.JournalEntry // as loaded at claim time
+	secrets []string                          // plaintext secrets to scrub from errors
+}
+
+type journalKey struct{ phase, step, node string }
+
+// work is the persisted working state of an operation between steps.
+type work struct {
+	Instance               *model.VnfInstance         `json:"instance"`
+	ResourceChanges        *model.ResourceChanges     `json:"resourceChanges,omitempty"`
+	ChangedInfo            map[string]any             `json:"changedInfo,omitempty"`
+	ChangedExtConnectivity []model.ExtVirtualLinkInfo `json:"changedExtConnectivity,omitempty"`
+	Previous               map[string]json.RawMessage `json:"previous,omitempty"`
+	Scratch                map[string]json.RawMessage `json:"scratch,omitempty"`
+}
+
+// step is one journaled unit of an operation.
+type step struct {
+	name string
+	do   func(context.Context, *driverapi.Op) error
+	undo func(context.Context, *driverapi.Op) error // nil: nothing to undo
+}
+
+func (r *run) checkCancel(ctx context.Context) {
+	pending, mode, err := r.e.svc.st.Heartbeat(ctx, r.op.ID, r.owner, r.e.cfg.Lease)
+	if errors.Is(err, store.ErrLeaseLost) {
+		r.cancel(errLeaseLost)
+		return
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("heartbeat failed", "err", err)
+		}
+		return
+	}
+	if !pending {
+		return
+	}
+	r.cancelMode.Store(mode)
+	if mode == model.CancelForceful {
+		r.cancel(errForceful)
+		return
+	}
+	r.graceOnce.Do(func() {
+		time.AfterFunc(r.e.cfg.GracefulCancelTimeout, func() { r.cancel(errForceful) })
+	})
+}
+
+func (r *run) cancelRequested() bool {
+	m, _ := r.cancelMode.Load().(string)
+	return m != ""
+}
+
+// execute runs the operation forward or, in ROLLING_BACK, backward.
+func (r *run) execute(ctx context.Context) {
+	st := r.e.svc.st
+	entries, err := st.Journal(ctx, []string{r.op.ID})
+	if err != nil {
+		r.log.Error("cannot read journal; the lease will expire and the operation be resumed", "err", err)
+		return
+	}
+	r.journal = map[journalKey]store.JournalEntry{}
+	for _, e := range entries[r.op.ID] {
+		r.journal[journalKey{e.Phase, e.Step, e.Node}] = e
+	}
+	dop, w, err := r.load(ctx)
+	if err != nil {
+		r.finishFailed(ctx, "", err)
+		return
+	}
+	r.dop = dop
+	steps, err := r.plan(dop)
+	if err != nil {
+		r.finishFailed(ctx, "", err)
+		return
+	}
+	rollingBack := r.op.OperationState == model.StateRollingBack
+	if rollingBack {
+		dop.RollingBack = true
+		r.rollback(ctx, dop, w, steps)
+		return
+	}
+	r.log.Info("operation running", "steps", len(steps))
+	for i, s := range steps {
+		if e, ok := r.journal[journalKey{store.PhaseRun, s.name, ""}]; ok && e.State == model.StepCompleted {
+			continue
+		}
+		if r.cancelRequested() || context.Cause(ctx) != nil {
+			r.finishFailed(ctx, s.name, r.stopCause(ctx, nil))
+			return
+		}
+		if err := r.runStep(ctx, store.PhaseRun, i, s.name, s.do, dop, w); err != nil {
+			r.finishFailed(ctx, s.name, r.stopCause(ctx, err))
+			return
+		}
+	}
+	final := finalize(dop)
+	sealed, err := r.sealInstance(final)
+	if err != nil {
+		r.finishFailed(ctx, "", err)
+		return
+	}
+	op, err := st.FinishOp(ctx, r.op.ID, r.owner, store.Finish{State: model.StateCompleted,
+		ResourceChanges: dop.ResourceChanges, ChangedInfo: dop.ChangedInfo,
+		ChangedExtConnectivity: dop.ChangedExtConnectivity, Instance: sealed})
+	if err != nil {
+		r.log.Error("cannot complete operation", "err", err)
+		return
+	}
+	r.e.checkpoint(r.op.ID, "completed")
+	r.log.Info("operation completed", "duration", op.StateEnteredTime.Sub(op.StartTime).Round(time.Millisecond))
+}
+
+// stopCause names why a step stopped: a cancel, a lost lease, a shutdown, or its own error.
+func (r *run) stopCause(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errLeaseLost), errors.Is(cause, errShutdown):
+		return cause
+	case r.cancelRequested() || errors.Is(cause, errForceful) || errors.Is(err, driverapi.ErrCancelled):
+		mode, _ := r.cancelMode.Load().(string)
+		if mode == "" {
+			mode = model.CancelForceful
+		}
+		return &cancelled{mode: mode}
+	}
+	return err
+}
+
+type cancelled struct{ mode string }
+
+func (c *cancelled) Error() string {
+	return fmt.Sprintf("the operation was cancelled on request (cancelMode %s)", c.mode)
+}
+
+func (r *run) runStep(ctx context.Context, phase string, i int, name string, f func(context.Context, *driverapi.Op) error, dop *driverapi.Op, w *work) error {
+	st := r.e.svc.st
+	if err := st.JournalBegin(ctx, r.owner, store.JournalEntry{OpOccID: r.op.ID, Phase: phase, StepIndex: i, Step: name}); err != nil {
+		return err
+	}
+	r.e.checkpoint(r.op.ID, phase+":begin:"+name)
+	start := time.Now()
+	dop.Progress = &progress{r: r, phase: phase, step: name, index: i}
+	dop.Log = r.log.With("step", name)
+	err := f(ctx, dop)
+	state := model.StepCompleted
+	if err != nil {
+		state = model.StepFailed
+	}
+	r.e.observeStep(r.op.Operation, name, state, time.Since(start))
+	if err != nil {
+		msg := secrets.Scrub(err.Error(), r.secrets)
+		if jerr := st.JournalEnd(ctx, r.owner, store.JournalEntry{OpOccID: r.op.ID, Phase: phase, StepIndex: i, Step: name,
+			State: model.StepFailed, Error: msg}, nil); jerr != nil && !errors.Is(jerr, store.ErrLeaseLost) {
+			r.log.Error("cannot journal step failure", "err", jerr)
+		}
+		return err
+	}
+	w.capture(dop)
+	sealed, err := r.sealWork(w)
+	if err != nil {
+		return err
+	}
+	if err := st.JournalEnd(ctx, r.owner, store.JournalEntry{OpOccID: r.op.ID, Phase: phase, StepIndex: i, Step: name,
+		State: model.StepCompleted}, sealed); err != nil {
+		return err
+	}
+	r.e.checkpoint(r.op.ID, phase+":end:"+name)
+	return nil
+}
+
+// rollback undoes, newest first, every step that started, then ends ROLLED_BACK.
+func (r *run) rollback(ctx context.Context, dop *driverapi.Op, w *work, steps []step) {
+	r.log.Info("rolling back")
+	for i := len(steps) - 1; i >= 0; i-- {
+		s := steps[i]
+		if _, started := r.journal[journalKey{store.PhaseRun, s.name, ""}]; !started || s.undo == nil {
+			continue
+		}
+		if e, ok := r.journal[journalKey{store.PhaseRollback, s.name, ""}]; ok && e.State == model.StepCompleted {
+			continue
+		}
+		if r.cancelRequested() || context.Cause(ctx) != nil {
+			r.finishFailed(ctx, s.name, r.stopCause(ctx, nil))
+			return
+		}
+		if err := r.runStep(ctx, store.PhaseRollback, len(steps)-i-1, s.name, s.undo, dop, w); err != nil {
+			r.finishFailed(ctx, s.name, r.stopCause(ctx, fmt.Errorf("rollback: %w", err)))
+			return
+		}
+	}
+	if _, err := r.e.svc.st.FinishOp(ctx, r.op.ID, r.owner, store.Finish{State: model.StateRolledBack,
+		ResourceChanges: dop.ResourceChanges}); err != nil {
+		r.log.Error("cannot finish rollback", "err", err)
+		return
+	}
+	r.e.checkpoint(r.op.ID, "rolled_back")
+	r.log.Info("operation rolled back")
+}
+
+// finishFailed ends the claim in FAILED_TEMP (the user decides what next),
+// except when the lease was lost or the process is stopping.
+func (r *run) finishFailed(ctx context.Context, stepName string, err error) {
+	if errors.Is(err, errLeaseLost) || errors.Is(err, store.ErrLeaseLost) {
+		r.log.Warn("lease lost; another engine owns the operation now")
+		return
+	}
+	if errors.Is(err, errShutdown) {
+		r.log.Info("stopping for shutdown; the operation resumes when its lease expires", "step", stepName)
+		return
+	}
+	detail := secrets.Scrub(err.Error(), r.secrets)
+	title := "LCM operation failed"
+	var c *cancelled
+	if errors.As(err, &c) {
+		title = "LCM operation cancelled"
+	}
+	if stepName != "" {
+		detail = fmt.Sprintf("step %s: %s", stepName, detail)
+	}
+	hint := "; fix the cause, then POST /vnflcm/v1/vnf_lcm_op_occs/" + r.op.ID + "/retry, /rollback or /fail"
+	pd := &model.ProblemDetails{Status: 500, Title: title, Detail: detail + hint}
+	rc := r.op.ResourceChanges
+	if r.dop != nil {
+		rc = r.dop.ResourceChanges
+	}
+	// A background context: the op's own context may be the thing that was cancelled.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if _, ferr := r.e.svc.st.FinishOp(fctx, r.op.ID, r.owner, store.Finish{State: model.StateFailedTemp, Error: pd,
+		ResourceChanges: rc, KeepWork: true}); ferr != nil {
+		r.log.Error("cannot record failure", "err", ferr, "failure", detail)
+		return
+	}
+	r.e.checkpoint(r.op.ID, "failed_temp")
+	r.log.Warn("operation failed", "step", stepName, "detail", detail)
+}
+
+// load restores the working state: from the op's work column on resume, else
+// from the instance as stored plus the request's initial effects.
+func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
+	svc := r.e.svc
+	raw, err := svc.box.OpenJSON(r.op.OperationParams)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot decrypt operationParams: %w", err)
+	}
+	var params map[string]any
+	_ = json.Unmarshal(raw, &params)
+	r.secrets = secrets.Values(params)
+	req, err := typedRequest(r.op.Operation, raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := &work{}
+	if len(r.op.Work) > 0 {
+		plain, err := svc.box.OpenJSON(r.op.Work)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot decrypt the operation's working state: %w", err)
+		}
+		if err := json.Unmarshal(plain, w); err != nil {
+			return nil, nil, fmt.Errorf("working state is corrupt: %w", err)
+		}
+	}
+	fresh := w.Instance == nil
+	if fresh {
+		in, err := svc.st.GetInstance(ctx, r.op.VnfInstanceID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("VNF instance %s: %w", r.op.VnfInstanceID, err)
+		}
+		opened, err := r.openInstance(&in.VnfInstance)
+		if err != nil {
+			return nil, nil, err
+		}
+		w.Instance = opened
+	}
+	var instDoc any
+	b, _ := json.Marshal(w.Instance)
+	_ = json.Unmarshal(b, &instDoc)
+	r.secrets = append(r.secrets, secrets.Values(instDoc)...)
+	pkg, err := svc.st.PackageByVnfdID(ctx, w.Instance.VnfdID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("VNF package of vnfdId %s: %w", w.Instance.VnfdID, err)
+	}
+	dop := &driverapi.Op{ID: r.op.ID, Operation: r.op.Operation, Instance: w.Instance, Vnfd: pkg.Vnfd,
+		Request: req, AdditionalParams: additionalParams(req), Previous: w.Previous, Scratch: w.Scratch,
+		ResourceChanges: w.ResourceChanges, ChangedInfo: w.ChangedInfo, ChangedExtConnectivity: w.ChangedExtConnectivity,
+		Log: r.log, CancelRequested: r.cancelRequested}
+	if dop.Previous == nil {
+		dop.Previous = map[string]json.RawMessage{}
+	}
+	if dop.Scratch == nil {
+		dop.Scratch = map[string]json.RawMessage{}
+	}
+	if dop.ResourceChanges == nil {
+		dop.ResourceChanges = &model.ResourceChanges{}
+	}
+	if fresh {
+		if err := prepare(dop); err != nil {
+			return nil, nil, err
+		}
+		w.capture(dop)
+	}
+	if info := dop.Instance.InstantiatedVnfInfo; info != nil {
+		dop.Flavour = pkg.Vnfd.Flavours[info.FlavourID]
+	}
+	if len(dop.Instance.VimConnectionInfo) > 0 {
+		dop.Vim = &dop.Instance.VimConnectionInfo[0]
+	}
+	return dop, w, nil
+}
+
+func (w *work) capture(dop *driverapi.Op) {
+	w.Instance, w.ResourceChanges, w.ChangedInfo = dop.Instance, dop.ResourceChanges, dop.ChangedInfo
+	w.ChangedExtConnectivity, w.Previous, w.Scratch = dop.ChangedExtConnectivity, dop.Previous, dop.Scratch
+}
+
+func (r *run) sealWork(w *work) ([]byte, error) {
+	b, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	return r.e.svc.box.SealJSON(b)
+}
+
+// openInstance decrypts a stored instance's sealed values.
+func (r *run) openInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := r.e.svc.box.OpenJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("cannot decrypt VNF instance %s: %w", in.ID, err)
+	}
+	var out model.VnfInstance
+	return &out, json.Unmarshal(plain, &out)
+}
+
+func (r *run) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := r.e.svc.box.SealJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	var out model.VnfInstance
+	return &out, json.Unmarshal(sealed, &out)
+}
+
+func typedRequest(operation string, raw []byte) (any, error) {
+	var v any
+	switch operation {
+	case model.OpInstantiate:
+		v = &model.InstantiateVnfRequest{}
+	case model.OpTerminate:
+		v = &model.TerminateVnfRequest{}
+	case model.OpScale:
+		v = &model.ScaleVnfRequest{}
+	case model.OpHeal:
+		v = &model.HealVnfRequest{}
+	case model.OpChangeExtConn:
+		v = &model.ChangeExtVnfConnectivityRequest{}
+	case model.OpModifyInfo:
+		v = &model.VnfInfoModificationRequest{}
+	default:
+		return nil, fmt.Errorf("operation %s is not supported by this VNFM", operation)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, fmt.Errorf("operationParams do not match %s: %w", operation, err)
+	}
+	return v, nil
+}
+
+func additionalParams(req any) map[string]any {
+	switch t := req.(type) {
+	case *model.InstantiateVnfRequest:
+		return t.AdditionalParams
+	case *model.TerminateVnfRequest:
+		return t.AdditionalParams
+	case *model.ScaleVnfRequest:
+		return t.AdditionalParams
+	case *model.HealVnfRequest:
+		return t.AdditionalParams
+	case *model.ChangeExtVnfConnectivityRequest:
+		return t.AdditionalParams
+	}
+	return nil
+}
+
+// progress journals per-node checkpoints of one step.
+type progress struct {
+	r     *run
+	phase string
+	step  string
+	index int
+}
+
+func (p *progress) entry(node, state, msg string) store.JournalEntry {
+	return store.JournalEntry{OpOccID: p.r.op.ID, Phase: p.phase, StepIndex: p.index, Step: p.step, Node: node, State: state, Message: msg}
+}
+
+func (p *progress) Note(ctx context.Context, message string) error {
+	return p.r.e.svc.st.JournalNote(ctx, p.r.owner, p.entry("", "", secrets.Scrub(message, p.r.secrets)))
+}
+
+func (p *progress) NodeStart(ctx context.Context, node, message string) error {
+	if strings.TrimSpace(node) == "" {
+		return errors.New("progress: empty node name")
+	}
+	e := p.entry(node, "", secrets.Scrub(message, p.r.secrets))
+	if err := p.r.e.svc.st.JournalBegin(ctx, p.r.owner, e); err != nil {
+		return err
+	}
+	p.r.e.checkpoint(p.r.op.ID, p.phase+":node-begin:"+p.step+"/"+node)
+	return nil
+}
+
+func (p *progress) NodeNote(ctx context.Context, node, message string) error {
+	return p.r.e.svc.st.JournalNote(ctx, p.r.owner, p.entry(node, "", secrets.Scrub(message, p.r.secrets)))
+}
+
+func (p *progress) NodeDone(ctx context.Context, node string, output any) error {
+	e := p.entry(node, model.StepCompleted, "")
+	if output != nil {
+		b, err := json.Marshal(output)
+		if err != nil {
+			return err
+		}
+		if e.Output, err = p.r.e.svc.box.SealJSON(b); err != nil {
+			return err
+		}
+	}
+	if err := p.r.e.svc.st.JournalEnd(ctx, p.r.owner, e, nil); err != nil {
+		return err
+	}
+	p.r.e.checkpoint(p.r.op.ID, p.phase+":node-end:"+p.step+"/"+node)
+	return nil
+}
+
+func (p *progress) NodeFailed(ctx context.Context, node string, err error) error {
+	e := p.entry(node, model.StepFailed, "")
+	e.Error = secrets.Scrub(err.Error(), p.r.secrets)
+	return p.r.e.svc.st.JournalEnd(ctx, p.r.owner, e, nil)
+}
+
+func (p *progress) NodeCompleted(node string) (json.RawMessage, bool) {
+	e, ok := p.r.journal[journalKey{p.phase, p.step, node}]
+	if !ok || e.State != model.StepCompleted {
+		return nil, false
+	}
+	if len(e.Output) == 0 {
+		return nil, true
+	}
+	plain, err := p.r.e.svc.box.OpenJSON(e.Output)
+	if err != nil {
+		return nil, false // redo the node rather than trust an unreadable output
+	}
+	return plain, true
+}
+
+func (e *Engine) checkpoint(opID, what string) {
+	if e.cfg.Observer != nil {
+		e.cfg.Observer.Checkpoint(opID, what)
+	}
+}
+
+func (e *Engine) observeStep(operation, step, state string, d time.Duration) {
+	if e.cfg.Observer != nil {
+		e.cfg.Observer.StepFinished(operation, step, state, d)
+	}
+}
+
+// mgmtStep binds a Vnflcm hook to the driver the flavour names for it.
+func (r *run) mgmtStep(dop *driverapi.Op, hook string) (step, bool) {
+	if dop.Flavour == nil {
+		return step{}, false
+	}
+	name, ok := dop.Flavour.Interfaces[hook]
+	if !ok {
+		return step{}, false
+	}
+	s := step{name: "mgmt." + hook}
+	d, ok := r.e.svc.mgmt.Lookup(name)
+	if !ok {
+		s.do = func(context.Context, *driverapi.Op) error {
+			return fmt.Errorf("management driver %q named for %s is not available in this VNFM", name, hook)
+		}
+		return s, true
+	}
+	f, ok := mgmtdrivers.Hook(d, hook)
+	if !ok {
+		return step{}, false
+	}
+	s.do = f
+	if rb, ok := d.(mgmtdrivers.RollbackHandler); ok {
+		s.undo = func(ctx context.Context, op *driverapi.Op) error { return rb.Rollback(ctx, hook, op) }
+	}
+	return s, true
+}

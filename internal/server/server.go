@@ -1,0 +1,176 @@
+// Package server wires configuration, database, LCM engine, drivers and HTTP
+// API into the running VNFM. cmd/vnfm calls it; end-to-end tests call it with
+// their own drivers.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/api"
+	"github.com/mini-vnfm/mini-vnfm/internal/config"
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
+	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
+	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
+	"github.com/mini-vnfm/mini-vnfm/internal/pglocal"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
+)
+
+// Options are the parts that are code, not configuration.
+type Options struct {
+	Version string
+	// Infra resolves infra drivers by VIM type (nil: none yet).
+	Infra lcm.InfraResolver
+	// Mgmt holds the management drivers (nil: the built-in set).
+	Mgmt *mgmtdrivers.Registry
+	// Observer also receives engine events (tests); metrics always do.
+	Observer lcm.Observer
+	// Ready is called with the bound address once the server accepts requests.
+	Ready  func(addr string)
+	Logger *slog.Logger
+}
+
+// Database returns the database URL, starting the embedded PostgreSQL when
+// DATABASE_URL is unset; stop must be called on exit.
+func Database(ctx context.Context, cfg *config.Config, log *slog.Logger) (url string, stop func(), err error) {
+	if cfg.DatabaseURL != "" {
+		return cfg.DatabaseURL, func() {}, nil
+	}
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return "", nil, err
+	}
+	log.Info("DATABASE_URL is unset: starting the embedded PostgreSQL", "dataDir", dir)
+	srv, err := pglocal.Start(ctx, pglocal.Options{DataDir: dir, Logger: log.With("component", "pglocal")})
+	if err != nil {
+		return "", nil, err
+	}
+	return srv.URL("vnfm"), func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.Stop(sctx); err != nil {
+			log.Error("stopping embedded PostgreSQL", "err", err)
+		} else {
+			log.Info("embedded PostgreSQL stopped")
+		}
+	}, nil
+}
+
+// Run serves until ctx is cancelled.
+func Run(ctx context.Context, cfg *config.Config, o Options) error {
+	log := o.Logger
+	if log == nil {
+		log = cfg.Logger()
+		slog.SetDefault(log)
+	}
+	box, err := cfg.Box()
+	if err != nil {
+		return err
+	}
+	url, stopDB, err := Database(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopDB()
+	if err := store.MigrateUp(ctx, url); err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, url, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	mgmt := o.Mgmt
+	if mgmt == nil {
+		mgmt = mgmtdrivers.NewRegistry() // built-in drivers register here as they land
+	}
+	infra := o.Infra
+	if infra == nil {
+		infra = func(string) (driverapi.InfraDriver, bool) { return nil, false }
+	}
+	lcmCfg := lcm.Config{Store: st, Box: box, Mgmt: mgmt, Infra: infra, Logger: log}
+	svc := lcm.NewService(lcmCfg)
+	m := metrics.New(svc.Stats, log)
+
+	var engine *lcm.Engine
+	if cfg.Engine {
+		var obs lcm.Observer = m
+		if o.Observer != nil {
+			obs = multiObserver{m, o.Observer}
+		}
+		engine = lcm.NewEngine(lcm.EngineConfig{Config: lcmCfg, Workers: cfg.Workers, Lease: cfg.Lease, Poll: cfg.Poll, Observer: obs})
+	}
+	apiCfg := api.Config{Service: svc, EndpointURL: cfg.EndpointURL, Logger: log, Metrics: m,
+		PageSize: cfg.PageSize, MaxBodyBytes: cfg.MaxBodyBytes}
+	if engine != nil {
+		apiCfg.Wake = engine.Wake
+	}
+	handler, err := api.New(ctx, apiCfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s (VNFM_LISTEN): %w", cfg.Listen, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopEngine()
+	engineDone := make(chan struct{})
+	go func() {
+		defer close(engineDone)
+		if engine != nil {
+			_ = engine.Run(engineCtx)
+		}
+	}()
+	log.Info("vnfm serving", "listen", ln.Addr().String(), "endpoint", cfg.EndpointURL, "version", o.Version, "engine", cfg.Engine)
+	fmt.Fprintf(os.Stderr, "\nmini-VNFM is up: %s/vnflcm/v1/vnf_instances  (API spec: %s/vnflcm/v1/openapi.yaml; Ctrl-C stops)\n\n", cfg.EndpointURL, cfg.EndpointURL)
+	if o.Ready != nil {
+		o.Ready(ln.Addr().String())
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			runErr = fmt.Errorf("http server: %w", err)
+		}
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownWait)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	stopEngine()
+	select {
+	case <-engineDone:
+	case <-sctx.Done():
+		log.Warn("engine did not stop in time; unfinished operations resume on the next start")
+	}
+	return runErr
+}
+
+type multiObserver []lcm.Observer
+
+func (m multiObserver) StepFinished(op, step, state string, d time.Duration) {
+	for _, o := range m {
+		o.StepFinished(op, step, state, d)
+	}
+}
+
+func (m multiObserver) Checkpoint(opID, what string) {
+	for _, o := range m {
+		o.Checkpoint(opID, what)
+	}
+}

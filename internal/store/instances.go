@@ -1,0 +1,181 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+)
+
+// Instance is a stored VNF instance. Secret values inside it are sealed by the
+// caller (the lcm package) before they get here.
+type Instance struct {
+	model.VnfInstance
+	Seq       int64
+	Version   int64 // ETag; bumped on every change
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+const instanceCols = `id, seq, vnf_instance_name, vnf_instance_description, vnfd_id, vnf_pkg_id,
+	vnf_provider, vnf_product_name, vnf_software_version, vnfd_version, instantiation_state,
+	vnf_configurable_properties, vim_connection_info, instantiated_vnf_info, metadata, extensions,
+	version, created_at, updated_at`
+
+func scanInstance(row pgx.Row) (*Instance, error) {
+	var (
+		in                       Instance
+		name, desc, pkg          *string
+		vcp, vci, ivi, meta, ext []byte
+	)
+	err := row.Scan(&in.ID, &in.Seq, &name, &desc, &in.VnfdID, &pkg, &in.VnfProvider, &in.VnfProductName,
+		&in.VnfSoftwareVersion, &in.VnfdVersion, &in.InstantiationState, &vcp, &vci, &ivi, &meta, &ext,
+		&in.Version, &in.CreatedAt, &in.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	in.VnfInstanceName, in.VnfInstanceDescription, in.VnfPkgID = deref(name), deref(desc), deref(pkg)
+	for _, f := range []struct {
+		raw []byte
+		dst any
+	}{{vcp, &in.VnfConfigurableProperties}, {vci, &in.VimConnectionInfo}, {ivi, &in.InstantiatedVnfInfo}, {meta, &in.Metadata}, {ext, &in.Extensions}} {
+		if len(f.raw) > 0 {
+			if err := json.Unmarshal(f.raw, f.dst); err != nil {
+				return nil, fmt.Errorf("store: instance %s: %w", in.ID, err)
+			}
+		}
+	}
+	return &in, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// jsonOrNull encodes v, mapping empty values to SQL NULL.
+func jsonOrNull(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	switch string(b) {
+	case "null", "{}", "[]":
+		return nil, nil
+	}
+	return b, nil
+}
+
+// CreateInstance inserts a new NOT_INSTANTIATED instance.
+func (s *Store) CreateInstance(ctx context.Context, in *model.VnfInstance) (*Instance, error) {
+	vcp, err := jsonOrNull(in.VnfConfigurableProperties)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := jsonOrNull(in.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	ext, err := jsonOrNull(in.Extensions)
+	if err != nil {
+		return nil, err
+	}
+	vci, err := jsonOrNull(in.VimConnectionInfo)
+	if err != nil {
+		return nil, err
+	}
+	row := s.pool.QueryRow(ctx, `INSERT INTO vnf_instances (id, vnf_instance_name, vnf_instance_description, vnfd_id,
+		vnf_pkg_id, vnf_provider, vnf_product_name, vnf_software_version, vnfd_version, instantiation_state,
+		vnf_configurable_properties, vim_connection_info, metadata, extensions)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,'NOT_INSTANTIATED',$10,$11,$12,$13) RETURNING `+instanceCols,
+		in.ID, nullable(in.VnfInstanceName), nullable(in.VnfInstanceDescription), in.VnfdID, nullable(in.VnfPkgID),
+		in.VnfProvider, in.VnfProductName, in.VnfSoftwareVersion, in.VnfdVersion, vcp, vci, meta, ext)
+	return scanInstance(row)
+}
+
+// GetInstance reads one instance.
+func (s *Store) GetInstance(ctx context.Context, id string) (*Instance, error) {
+	return scanInstance(s.pool.QueryRow(ctx, `SELECT `+instanceCols+` FROM vnf_instances WHERE id = $1`, id))
+}
+
+// writeInstance replaces the mutable parts of an instance inside tx.
+func writeInstance(ctx context.Context, tx pgx.Tx, in *model.VnfInstance) error {
+	vals := make([][]byte, 0, 5)
+	for _, v := range []any{in.VnfConfigurableProperties, in.VimConnectionInfo, in.InstantiatedVnfInfo, in.Metadata, in.Extensions} {
+		b, err := jsonOrNull(v)
+		if err != nil {
+			return err
+		}
+		vals = append(vals, b)
+	}
+	if in.InstantiatedVnfInfo == nil {
+		vals[2] = nil
+	}
+	tag, err := tx.Exec(ctx, `UPDATE vnf_instances SET vnf_instance_name=$2, vnf_instance_description=$3, vnfd_id=$4,
+		vnf_pkg_id=$5, vnf_provider=$6, vnf_product_name=$7, vnf_software_version=$8, vnfd_version=$9,
+		instantiation_state=$10, vnf_configurable_properties=$11, vim_connection_info=$12,
+		instantiated_vnf_info=$13, metadata=$14, extensions=$15, version=version+1, updated_at=now()
+		WHERE id=$1`, in.ID, nullable(in.VnfInstanceName), nullable(in.VnfInstanceDescription), in.VnfdID,
+		nullable(in.VnfPkgID), in.VnfProvider, in.VnfProductName, in.VnfSoftwareVersion, in.VnfdVersion,
+		in.InstantiationState, vals[0], vals[1], vals[2], vals[3], vals[4])
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// DeleteInstance deletes a NOT_INSTANTIATED instance that has no unfinished
+// operation. The instance row lock serialises it against CreateOpOcc.
+func (s *Store) DeleteInstance(ctx context.Context, id string) (*Instance, error) {
+	var deleted *Instance
+	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		in, err := scanInstance(tx.QueryRow(ctx, `SELECT `+instanceCols+` FROM vnf_instances WHERE id=$1 FOR UPDATE`, id))
+		if err != nil {
+			return err
+		}
+		if in.InstantiationState != model.NotInstantiated {
+			return &ConflictError{State: in.InstantiationState, Reason: fmt.Sprintf(
+				"VNF instance %s is INSTANTIATED; terminate it first (POST /vnflcm/v1/vnf_instances/%s/terminate), then delete it", id, id)}
+		}
+		if op, err := activeOp(ctx, tx, id); err != nil {
+			return err
+		} else if op != nil {
+			return &ConflictError{BlockingOp: op, Reason: blockingReason(id, op, "deleted")}
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM vnf_instances WHERE id=$1`, id); err != nil {
+			return err
+		}
+		deleted = in
+		return nil
+	})
+	return deleted, err
+}
+
+func blockingReason(instID string, op *OpOcc, verb string) string {
+	what := "wait for it to finish"
+	if op.OperationState == model.StateFailedTemp {
+		what = fmt.Sprintf("resolve it first with POST /vnflcm/v1/vnf_lcm_op_occs/%s/retry, /rollback or /fail", op.ID)
+	}
+	return fmt.Sprintf("VNF instance %s cannot be %s while LCM operation occurrence %s (%s) is %s; %s",
+		instID, verb, op.ID, op.Operation, op.OperationState, what)
+}

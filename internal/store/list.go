@@ -1,0 +1,94 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/sol013"
+)
+
+// Page asks for one page of a list, ordered by creation.
+type Page struct {
+	Filter *sol013.Filter
+	Fields *sol013.Field // attribute schema of the listed resource, for typed comparisons
+	After  int64         // seq of the last row of the previous page (0 = first page)
+	Limit  int
+}
+
+// Columns the filters translate to plain (indexed) SQL comparisons; every other
+// attribute path is evaluated on the view's jsonb document.
+var (
+	instanceFilterCols = sol013.SQLColumns{
+		"id":                 "id::text",
+		"vnfInstanceName":    "vnf_instance_name",
+		"vnfdId":             "vnfd_id",
+		"vnfProvider":        "vnf_provider",
+		"vnfProductName":     "vnf_product_name",
+		"vnfSoftwareVersion": "vnf_software_version",
+		"vnfdVersion":        "vnfd_version",
+		"instantiationState": "instantiation_state",
+	}
+	opFilterCols = sol013.SQLColumns{
+		"id":                    "id::text",
+		"vnfInstanceId":         "vnf_instance_id::text",
+		"operation":             "operation",
+		"operationState":        "operation_state",
+		"isAutomaticInvocation": "is_automatic_invocation",
+		"isCancelPending":       "is_cancel_pending",
+	}
+)
+
+func pageQuery(view, cols string, cmap sol013.SQLColumns, p Page) (string, []any, error) {
+	where, args := "seq > $1", []any{p.After}
+	if p.Filter != nil && len(p.Filter.Terms) > 0 {
+		w, a, err := p.Filter.SQL("doc", cmap, p.Fields, len(args))
+		if err != nil {
+			return "", nil, err
+		}
+		where += " AND (" + w + ")"
+		args = append(args, a...)
+	}
+	args = append(args, p.Limit+1)
+	return fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY seq LIMIT $%d`, cols, view, where, len(args)), args, nil
+}
+
+// ListInstances returns one page of instances and whether more rows follow.
+func (s *Store) ListInstances(ctx context.Context, p Page) ([]*Instance, bool, error) {
+	return listPage(ctx, s, "vnf_instances_doc", instanceCols, instanceFilterCols, p, scanInstance)
+}
+
+// ListOpOccs returns one page of op occurrences and whether more rows follow.
+func (s *Store) ListOpOccs(ctx context.Context, p Page) ([]*OpOcc, bool, error) {
+	return listPage(ctx, s, "vnf_lcm_op_occs_doc", opCols, opFilterCols, p, scanOp)
+}
+
+// listPage reads Limit+1 rows to learn whether another page follows.
+func listPage[T any](ctx context.Context, s *Store, view, cols string, cmap sol013.SQLColumns, p Page, scan func(pgx.Row) (*T, error)) ([]*T, bool, error) {
+	q, args, err := pageQuery(view, cols, cmap, p)
+	if err != nil {
+		return nil, false, err
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	var out []*T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	more := len(out) > p.Limit
+	if more {
+		out = out[:p.Limit]
+	}
+	return out, more, nil
+}

@@ -1,0 +1,52 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// OpCount is the number of op occurrences of one operation in one state.
+type OpCount struct {
+	Operation, State string
+	Count            int64
+}
+
+// Stats is a snapshot for metrics.
+type Stats struct {
+	Ops []OpCount
+	// QueueDepth counts runnable ops no engine holds.
+	QueueDepth int64
+	// OldestLeaseAge is the age of the oldest running claim (since its state was entered).
+	OldestLeaseAge time.Duration
+	// ExpiredLeases counts claims whose engine stopped heartbeating.
+	ExpiredLeases int64
+}
+
+// Stats reads the metrics snapshot in two cheap aggregate queries.
+func (s *Store) Stats(ctx context.Context) (*Stats, error) {
+	st := &Stats{}
+	rows, err := s.pool.Query(ctx, `SELECT operation, operation_state, count(*) FROM vnf_lcm_op_occs GROUP BY 1, 2`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var c OpCount
+		if err := rows.Scan(&c.Operation, &c.State, &c.Count); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		st.Ops = append(st.Ops, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var age float64
+	err = s.pool.QueryRow(ctx, `SELECT
+		count(*) FILTER (WHERE lease_owner IS NULL OR lease_until < now()),
+		count(*) FILTER (WHERE lease_owner IS NOT NULL AND lease_until < now()),
+		COALESCE(EXTRACT(EPOCH FROM now() - min(state_entered_time) FILTER (WHERE lease_owner IS NOT NULL)), 0)
+		FROM vnf_lcm_op_occs WHERE operation_state IN ('STARTING','PROCESSING','ROLLING_BACK')`).Scan(&st.QueueDepth, &st.ExpiredLeases, &age)
+	st.OldestLeaseAge = time.Duration(age * float64(time.Second))
+	return st, err
+}

@@ -1,0 +1,198 @@
+// Package store is the only package that speaks SQL. It keeps VNF instances,
+// LCM operation occurrences (which double as the engine's lease queue), the
+// operation journal and the package rows the LCM needs, on PostgreSQL via pgx.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/golang-migrate/migrate/v4"
+	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5" // pgx5:// driver
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mini-vnfm/mini-vnfm/migrations"
+)
+
+// Notification channels.
+const (
+	// ChannelOps wakes engines when an op occurrence becomes runnable.
+	ChannelOps = "vnfm_ops"
+	// ChannelCancel tells the engine running an op that a cancel was requested.
+	ChannelCancel = "vnfm_cancel"
+)
+
+// Store wraps a pgx pool.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+// Open connects to url. Sessions run in UTC so rendered timestamps are stable.
+func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("store: bad database URL: %w", err)
+	}
+	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
+	cfg.ConnConfig.RuntimeParams["application_name"] = "vnfm"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Store{pool: pool, log: log}, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool exposes the pool for LISTEN connections and health checks.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// newMigrate builds a migrator over the embedded files. golang-migrate's pgx5
+// driver takes a Postgres advisory lock, so replicas may migrate at once.
+func newMigrate(url string) (*migrate.Migrate, error) {
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		return nil, err
+	}
+	m, err := migrate.NewWithSourceInstance("iofs", src, toPgx5URL(url))
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return m, nil
+}
+
+func toPgx5URL(url string) string {
+	for _, p := range []string{"postgres://", "postgresql://"} {
+		if len(url) >= len(p) && url[:len(p)] == p {
+			return "pgx5://" + url[len(p):]
+		}
+	}
+	return url
+}
+
+// MigrateUp applies all pending migrations.
+func MigrateUp(ctx context.Context, url string) error {
+	m, err := newMigrate(url)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("migrate up: %w", err)
+	}
+	return nil
+}
+
+// MigrateDown reverts the last n migrations (all when n <= 0).
+func MigrateDown(ctx context.Context, url string, n int) error {
+	m, err := newMigrate(url)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if n > 0 {
+		err = m.Steps(-n)
+	} else {
+		err = m.Down()
+	}
+	if err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("migrate down: %w", err)
+	}
+	return nil
+}
+
+// MigrationVersion reports the applied version, whether it is dirty, and the
+// newest version embedded in this binary.
+func MigrationVersion(ctx context.Context, url string) (current uint, dirty bool, latest uint, err error) {
+	m, err := newMigrate(url)
+	if err != nil {
+		return 0, false, 0, err
+	}
+	defer m.Close()
+	current, dirty, err = m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		current, err = 0, nil
+	}
+	if err != nil {
+		return 0, false, 0, err
+	}
+	latest, err = LatestMigration()
+	return current, dirty, latest, err
+}
+
+// LatestMigration is the newest migration version embedded in the binary.
+func LatestMigration() (uint, error) {
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close()
+	v, err := src.First()
+	if err != nil {
+		return 0, err
+	}
+	for {
+		next, err := src.Next(v)
+		if err != nil {
+			return v, nil
+		}
+		v = next
+	}
+}
+
+// SchemaVersion reads the applied migration version through the pool (cheap, for /readyz).
+func (s *Store) SchemaVersion(ctx context.Context) (uint, bool, error) {
+	var v int64
+	var dirty bool
+	err := s.pool.QueryRow(ctx, `SELECT version, dirty FROM schema_migrations LIMIT 1`).Scan(&v, &dirty)
+	if err != nil {
+		return 0, false, err
+	}
+	return uint(v), dirty, nil
+}
+
+// ErrNotFound is returned when a row does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrLeaseLost means another engine took the operation over: stop working on it.
+var ErrLeaseLost = errors.New("lease lost: another engine owns this operation")
+
+// ConflictError explains why a state-changing request cannot proceed (HTTP 409).
+type ConflictError struct {
+	// BlockingOp is set when another operation occurrence blocks the request.
+	BlockingOp *OpOcc
+	// State is the current state that makes the request impossible.
+	State  string
+	Reason string
+}
+
+func (e *ConflictError) Error() string { return e.Reason }
+
+// PreconditionError is an If-Match mismatch (HTTP 412).
+type PreconditionError struct{ Current int64 }
+
+func (e *PreconditionError) Error() string {
+	return fmt.Sprintf("the VNF instance has changed (current ETag \"%d\")", e.Current)
+}
+
+func isUniqueViolation(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == "23505"
+}
+
+func inTx(ctx context.Context, pool *pgxpool.Pool, f func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, pool, f)
+}
