@@ -28,7 +28,10 @@
 // not ask anybody to loosen permissions on a home directory: it keeps the
 // cluster under /var/lib/vnfm/<sha256(DataDir)[:16]>/ instead and records that
 // location in DataDir/pglocal.json, so later starts find it even if the path
-// check would now answer differently. The log, state and lock files stay in
+// check would now answer differently; a cluster found there that DataDir does
+// not record (DataDir was deleted) is renamed to <root>.orphaned-<time>, not
+// reused, so deleting DataDir still means starting empty. The log, state and
+// lock files stay in
 // DataDir (the log file descriptor is opened by this process and inherited by
 // the server, so the server needs no access to DataDir). Destroy removes such
 // an external root as well.

@@ -375,6 +375,21 @@ func (s *Server) chooseRoot(st *state) error {
 	}
 	s.log.Info("pglocal: the PostgreSQL server account cannot reach the data directory; keeping the cluster outside it",
 		"account", s.runAs.name, "blocked_at", ae.Dir, "cluster_root", s.root)
+	if fileExists(s.root) {
+		// DataDir does not record this cluster, so DataDir was deleted or
+		// replaced since: its owner expects an empty database (and a new
+		// VNFM secret key would not decrypt the old one's secrets). Keep the
+		// old cluster, but out of the way.
+		aside := fmt.Sprintf("%s.orphaned-%s", s.root, time.Now().UTC().Format("20060102T150405Z"))
+		s.log.Warn("pglocal: a cluster of a previous, deleted data directory with the same path exists; moving it aside and starting empty",
+			"old", aside)
+		if err := os.Rename(s.root, aside); err != nil {
+			return fmt.Errorf("pglocal: %w", err)
+		}
+		if s.runAs, err = serverAccount(s.pgData); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(s.root, 0o755); err != nil {
 		return fmt.Errorf("pglocal: %w", err)
 	}

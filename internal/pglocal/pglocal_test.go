@@ -585,6 +585,37 @@ func TestUnreachableDataDirAsRoot(t *testing.T) {
 		}
 	})
 
+	t.Run("deleted DataDir starts empty", func(t *testing.T) {
+		home := filepath.Join(t.TempDir(), "home")
+		if err := os.Mkdir(home, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(home, ".vnfm")
+		s := start(t, Options{DataDir: dir, Fast: true})
+		c := connect(t, s.URL(""))
+		if _, err := c.Exec(ctx, "CREATE TABLE old_data ()"); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Close(ctx)
+		if err := s.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		root := filepath.Dir(s.PGData())
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		s2 := start(t, Options{DataDir: dir, Fast: true})
+		t.Cleanup(func() { _ = s2.Destroy(ctx) })
+		var n int
+		if err := connect(t, s2.URL("")).QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE tablename = 'old_data'").Scan(&n); err != nil || n != 0 {
+			t.Errorf("new cluster has the old table (%d, %v)", n, err)
+		}
+		aside, _ := filepath.Glob(root + ".orphaned-*")
+		if len(aside) != 1 || !fileExists(filepath.Join(aside[0], "pgdata", "PG_VERSION")) {
+			t.Errorf("old cluster not kept aside: %v", aside)
+		}
+	})
+
 	t.Run("existing cluster becomes unreachable", func(t *testing.T) {
 		parent := dataDir(t)
 		dir := filepath.Join(parent, "vnfm")
