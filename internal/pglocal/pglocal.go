@@ -313,7 +313,18 @@ func (s *Server) prepareDataDir() error {
 	if err != nil {
 		return fmt.Errorf("pglocal: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	// A just-released lock can look held for a moment: a process forked by
+	// another goroutine keeps a reference to the lock's open file until it
+	// execs. Give it a short while before declaring the directory in use.
+	var err2 error
+	for deadline := time.Now().Add(2 * time.Second); ; {
+		err2 = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err2, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := err2; err != nil {
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return fmt.Errorf("pglocal: data directory %s is in use by another running server (lock %s)", s.dataDir, f.Name())
