@@ -222,6 +222,32 @@ func TestExplicitPort(t *testing.T) {
 	}
 }
 
+func TestStartErrorIncludesLogTail(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	dir := dataDir(t)
+	// An explicit port is not replaced by another one when taken.
+	s, err := Start(context.Background(), Options{DataDir: dir, Fast: true, Port: port})
+	if err == nil {
+		_ = s.Stop(context.Background())
+		t.Fatalf("Start on a taken port %d succeeded", port)
+	}
+	t.Logf("error:\n%v", err)
+	for _, want := range []string{"could not bind", filepath.Join(dir, logFile), "pg_ctl"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+	if left := processesIn(filepath.Join(dir, "pgdata")); len(left) > 0 {
+		t.Errorf("server processes left after the failed start: %v", left)
+	}
+}
+
 func TestRecordedPortTakenPicksAnother(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
