@@ -17,6 +17,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
+	"github.com/mini-vnfm/mini-vnfm/internal/packages"
 	"github.com/mini-vnfm/mini-vnfm/internal/sol013"
 	"github.com/mini-vnfm/mini-vnfm/openapi"
 )
@@ -37,6 +38,8 @@ type Config struct {
 	MaxBodyBytes int64
 	// Wake, if set, is called after an operation is enqueued (in-process engine).
 	Wake func()
+	// Packages serves /vnfpkgm/v1 (nil: not served).
+	Packages *packages.Service
 }
 
 // API is the HTTP handler set.
@@ -114,8 +117,9 @@ func (a *API) routes() http.Handler {
 		h.handle(r, "/metrics", methods{http.MethodGet: mh.ServeHTTP})
 	}
 
+	a.vnfpkgmRoutes(r, h)
 	r.Group(func(r chi.Router) {
-		r.Use(a.version, a.validate)
+		r.Use(a.version, a.readJSON, a.validate)
 		h.handle(r, "/vnflcm/api_versions", methods{http.MethodGet: a.apiVersions("/vnflcm")})
 		v1 := "/vnflcm/v1"
 		h.handle(r, v1+"/api_versions", methods{http.MethodGet: a.apiVersions(v1)})

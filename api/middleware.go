@@ -149,10 +149,9 @@ func (a *API) version(next http.Handler) http.Handler {
 	})
 }
 
-// validate reads a bounded request body, rejects non-JSON and malformed JSON
-// with precise messages, and checks the request against the OpenAPI spec. The
-// handler gets the body from the context.
-func (a *API) validate(next http.Handler) http.Handler {
+// readJSON reads a bounded request body, rejects non-JSON and malformed JSON
+// with precise messages, and hands the body to the handler via the context.
+func (a *API) readJSON(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body []byte
 		if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodDelete && r.Method != http.MethodHead {
@@ -184,10 +183,18 @@ func (a *API) validate(next http.Handler) http.Handler {
 				return
 			}
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		if ct := r.Header.Get("Content-Type"); len(bytes.TrimSpace(body)) > 0 && (ct == "" || strings.HasPrefix(ct, "application/x-www-form-urlencoded")) {
 			r.Header.Set("Content-Type", "application/json")
 		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyBody, body)))
+	})
+}
+
+// validate checks the request against the served OpenAPI spec (after readJSON).
+func (a *API) validate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := bodyOf(r)
 		if err := a.validator.Validate(r.Context(), r); err != nil {
 			var re *openapi.RequestError
 			if errors.As(err, &re) {
@@ -197,7 +204,7 @@ func (a *API) validate(next http.Handler) http.Handler {
 			// Routing misses are answered by our own router (404/405).
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyBody, body)))
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -78,6 +78,8 @@ func lcmStatus(k lcm.Kind) int {
 		return http.StatusPreconditionFailed
 	case lcm.KindUnprocessable:
 		return http.StatusUnprocessableEntity
+	case lcm.KindNotAcceptable:
+		return http.StatusNotAcceptable
 	}
 	return http.StatusInternalServerError
 }

@@ -18,6 +18,7 @@ const (
 	KindPrecondition                  // 412: If-Match mismatch
 	KindUnprocessable                 // 422: well-formed but refers to something unusable
 	KindNotSupported                  // 404 with a detail, as SOL003 asks for unsupported tasks
+	KindNotAcceptable                 // 406: the resource exists but not in the asked-for media type
 )
 
 // Error is an LCM request error with a detail written for the caller.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
 
 // plan lists an operation's steps: the management driver's *_start hook, the
@@ -198,15 +199,15 @@ func modifyInfo(_ context.Context, dop *driverapi.Op) error {
 		changed["vnfdId"] = req.VnfdID
 	}
 	if req.VnfConfigurableProperties != nil {
-		in.VnfConfigurableProperties = mergePatch(in.VnfConfigurableProperties, req.VnfConfigurableProperties)
+		in.VnfConfigurableProperties = store.MergePatch(in.VnfConfigurableProperties, req.VnfConfigurableProperties)
 		changed["vnfConfigurableProperties"] = req.VnfConfigurableProperties
 	}
 	if req.Metadata != nil {
-		in.Metadata = mergePatch(in.Metadata, req.Metadata)
+		in.Metadata = store.MergePatch(in.Metadata, req.Metadata)
 		changed["metadata"] = req.Metadata
 	}
 	if req.Extensions != nil {
-		in.Extensions = mergePatch(in.Extensions, req.Extensions)
+		in.Extensions = store.MergePatch(in.Extensions, req.Extensions)
 		changed["extensions"] = req.Extensions
 	}
 	if len(req.VimConnectionInfo) > 0 {
@@ -215,26 +216,6 @@ func modifyInfo(_ context.Context, dop *driverapi.Op) error {
 	}
 	dop.ChangedInfo = changed
 	return nil
-}
-
-// mergePatch applies RFC 7396 to a key/value object: null deletes a key.
-func mergePatch(dst, patch map[string]any) map[string]any {
-	out := maps.Clone(dst)
-	if out == nil {
-		out = map[string]any{}
-	}
-	for k, v := range patch {
-		switch pv := v.(type) {
-		case nil:
-			delete(out, k)
-		case map[string]any:
-			cur, _ := out[k].(map[string]any)
-			out[k] = mergePatch(cur, pv)
-		default:
-			out[k] = v
-		}
-	}
-	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

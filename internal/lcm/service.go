@@ -117,7 +117,12 @@ func (s *Service) CreateInstance(ctx context.Context, raw []byte) (*store.Instan
 		VnfdID: v.ID, VnfProvider: v.Provider, VnfProductName: v.ProductName, VnfSoftwareVersion: v.SoftwareVersion,
 		VnfdVersion: v.Version, VnfPkgID: pkg.ID, Metadata: s.sealMap(req.Metadata), InstantiationState: model.NotInstantiated,
 	}
-	return s.st.CreateInstance(ctx, in)
+	created, err := s.st.CreateInstance(ctx, in)
+	var ce *store.ConflictError
+	if errors.As(err, &ce) {
+		return nil, errorf(KindUnprocessable, "%s", ce.Reason)
+	}
+	return created, err
 }
 
 // GetInstance reads an instance; a malformed id is simply not found.

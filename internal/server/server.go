@@ -19,6 +19,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
+	"github.com/mini-vnfm/mini-vnfm/internal/packages"
 	"github.com/mini-vnfm/mini-vnfm/internal/pglocal"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
@@ -33,6 +34,8 @@ type Options struct {
 	Mgmt *mgmtdrivers.Registry
 	// Observer also receives engine events (tests); metrics always do.
 	Observer lcm.Observer
+	// Parse reads CSARs for onboarding (nil: the built-in CSAR reader).
+	Parse packages.ParseFunc
 	// Ready is called with the bound address once the server accepts requests.
 	Ready  func(addr string)
 	Logger *slog.Logger
@@ -109,7 +112,13 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		}
 		engine = lcm.NewEngine(lcm.EngineConfig{Config: lcmCfg, Workers: cfg.Workers, Lease: cfg.Lease, Poll: cfg.Poll, Observer: obs})
 	}
-	apiCfg := api.Config{Service: svc, EndpointURL: cfg.EndpointURL, Logger: log, Metrics: m,
+	parse := o.Parse
+	if parse == nil {
+		parse = ParseCSAR
+	}
+	pkgs := packages.New(packages.Config{Store: st, Box: box, Parse: parse, Logger: log})
+	defer pkgs.Wait()
+	apiCfg := api.Config{Service: svc, Packages: pkgs, EndpointURL: cfg.EndpointURL, Logger: log, Metrics: m,
 		PageSize: cfg.PageSize, MaxBodyBytes: cfg.MaxBodyBytes}
 	if engine != nil {
 		apiCfg.Wake = engine.Wake
@@ -127,6 +136,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	go func() { errc <- srv.Serve(ln) }()
 	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopEngine()
+	go pkgs.Run(engineCtx) // resumes onboardings interrupted by a crash
 	engineDone := make(chan struct{})
 	go func() {
 		defer close(engineDone)

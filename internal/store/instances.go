@@ -101,13 +101,33 @@ func (s *Store) CreateInstance(ctx context.Context, in *model.VnfInstance) (*Ins
 	if err != nil {
 		return nil, err
 	}
-	row := s.pool.QueryRow(ctx, `INSERT INTO vnf_instances (id, vnf_instance_name, vnf_instance_description, vnfd_id,
+	var created *Instance
+	err = inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		// The package must stay ONBOARDED and ENABLED until the instance exists:
+		// FOR SHARE serialises against disable and delete.
+		if in.VnfPkgID != "" {
+			var onb, op string
+			err := tx.QueryRow(ctx, `SELECT onboarding_state, operational_state FROM vnf_packages WHERE id=$1 FOR SHARE`, in.VnfPkgID).Scan(&onb, &op)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return &ConflictError{Reason: fmt.Sprintf("VNF package %s no longer exists", in.VnfPkgID)}
+			}
+			if err != nil {
+				return err
+			}
+			if onb != model.Onboarded || op != model.Enabled {
+				return &ConflictError{State: op, Reason: fmt.Sprintf("VNF package %s is %s/%s; it must be ONBOARDED and ENABLED", in.VnfPkgID, onb, op)}
+			}
+		}
+		var err error
+		created, err = scanInstance(tx.QueryRow(ctx, `INSERT INTO vnf_instances (id, vnf_instance_name, vnf_instance_description, vnfd_id,
 		vnf_pkg_id, vnf_provider, vnf_product_name, vnf_software_version, vnfd_version, instantiation_state,
 		vnf_configurable_properties, vim_connection_info, metadata, extensions)
 		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,'NOT_INSTANTIATED',$10,$11,$12,$13) RETURNING `+instanceCols,
-		in.ID, nullable(in.VnfInstanceName), nullable(in.VnfInstanceDescription), in.VnfdID, nullable(in.VnfPkgID),
-		in.VnfProvider, in.VnfProductName, in.VnfSoftwareVersion, in.VnfdVersion, vcp, vci, meta, ext)
-	return scanInstance(row)
+			in.ID, nullable(in.VnfInstanceName), nullable(in.VnfInstanceDescription), in.VnfdID, nullable(in.VnfPkgID),
+			in.VnfProvider, in.VnfProductName, in.VnfSoftwareVersion, in.VnfdVersion, vcp, vci, meta, ext))
+		return err
+	})
+	return created, err
 }
 
 // GetInstance reads one instance.

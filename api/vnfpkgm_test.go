@@ -1,0 +1,291 @@
+package api_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/api"
+	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
+	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
+	"github.com/mini-vnfm/mini-vnfm/internal/packages"
+	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
+)
+
+// stubParse stands in for the CSAR reader: it takes the VNFD summary from
+// vnfd.json inside the ZIP, or fails with the text of error.txt.
+func stubParse(_ context.Context, content []byte) (*packages.Parsed, error) {
+	zr, err := zip.NewReader(bytes.NewReader(content), int64(len(content)))
+	if err != nil {
+		return nil, errors.New("the package is not a ZIP file")
+	}
+	for _, f := range zr.File {
+		rc, _ := f.Open()
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		switch f.Name {
+		case "error.txt":
+			return nil, errors.New(string(b))
+		case "vnfd.json":
+			p := lcmtest.SamplePackage()
+			if err := json.Unmarshal(b, p.Vnfd); err != nil {
+				return nil, err
+			}
+			return &packages.Parsed{Vnfd: p.Vnfd, VnfdFiles: []string{"Definitions/vnfd.yaml"},
+				SoftwareImages: []map[string]any{{"id": "VDU1", "name": "ubuntu", "provider": "c", "version": "20.04",
+					"checksum": map[string]any{"algorithm": "sha-256", "hash": "aa"}, "containerFormat": "bare", "diskFormat": "qcow2",
+					"createdAt": "2026-01-01T00:00:00Z", "minDisk": 0, "minRam": 0, "size": 1, "imagePath": ""}}}, nil
+		}
+	}
+	return nil, errors.New("no vnfd.json")
+}
+
+func csar(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for n, c := range files {
+		w, _ := zw.Create(n)
+		_, _ = w.Write([]byte(c))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+type pkgEnv struct {
+	*env
+	pkgs *packages.Service
+}
+
+func newPkgEnv(t *testing.T) *pkgEnv {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, pgtest.NewDB(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	key, _ := secrets.ParseKey(secrets.NewKey())
+	box, _ := secrets.NewBox(key)
+	svc := lcm.NewService(lcm.Config{Store: st, Box: box, Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Infra: lcmtest.Resolver(&lcmtest.Infra{}), Logger: log})
+	pk := packages.New(packages.Config{Store: st, Box: box, Parse: stubParse, Logger: log, MaxBytes: 1 << 20, Lease: 2 * time.Second})
+	t.Cleanup(pk.Wait)
+	e := &env{t: t, st: st, logs: logs}
+	var handler atomic.Value
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.Load().(http.Handler).ServeHTTP(w, r) }))
+	t.Cleanup(e.srv.Close)
+	h, err := api.New(ctx, api.Config{Service: svc, Packages: pk, EndpointURL: e.srv.URL, Logger: log, PageSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler.Store(h)
+	return &pkgEnv{env: e, pkgs: pk}
+}
+
+func (e *pkgEnv) raw(method, path string, body []byte, hdr ...string) resp {
+	e.t.Helper()
+	req, _ := http.NewRequest(method, e.srv.URL+path, bytes.NewReader(body))
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return resp{res, b}
+}
+
+func (e *pkgEnv) waitOnboarding(id string, states ...string) map[string]any {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		doc := e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id, nil), 200).json(e.t)
+		for _, s := range states {
+			if doc["onboardingState"] == s && (s != "CREATED" || doc["onboardingFailureDetails"] != nil) {
+				return doc
+			}
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("package %s stays %v", id, doc["onboardingState"])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestPackageLifecycle(t *testing.T) {
+	e := newPkgEnv(t)
+	r := e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages", []byte(`{"userDefinedData":{"key1":"val1"}}`), "Content-Type", "application/json"), 201)
+	doc := r.json(t)
+	id := doc["id"].(string)
+	if doc["onboardingState"] != "CREATED" || doc["operationalState"] != "DISABLED" || doc["usageState"] != "NOT_IN_USE" {
+		t.Fatalf("new package: %v", doc)
+	}
+	if r.Header.Get("Location") != e.srv.URL+"/vnfpkgm/v1/vnf_packages/"+id {
+		t.Fatalf("Location %q", r.Header.Get("Location"))
+	}
+	e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content", nil), 409)
+
+	content := csar(t, map[string]string{"vnfd.json": `{"id":"9f0f5c36-0000-4000-8000-00000000a001"}`,
+		"Definitions/vnfd.yaml": "tosca_definitions_version: tosca_simple_yaml_1_2\n", "Scripts/install.sh": "#!/bin/sh\necho hi\n"})
+	e.expect(e.raw("PUT", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content", content, "Content-Type", "application/zip", "Accept", "application/zip"), 202)
+	doc = e.waitOnboarding(id, "ONBOARDED")
+	if doc["operationalState"] != "ENABLED" || doc["vnfdId"] != "9f0f5c36-0000-4000-8000-00000000a001" || doc["vnfProvider"] != "Company" {
+		t.Fatalf("onboarded package: %v", doc)
+	}
+	if sum := doc["checksum"].(map[string]any); sum["algorithm"] != "SHA-256" || len(sum["hash"].(string)) != 64 {
+		t.Fatalf("checksum %v", sum)
+	}
+	// A second upload to the same package is refused.
+	e.expect(e.raw("PUT", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content", content, "Content-Type", "application/zip"), 409)
+
+	dl := e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content", nil, "Accept", "application/zip"), 200)
+	if dl.Header.Get("Content-Type") != "application/zip" || !bytes.Equal(dl.body, content) {
+		t.Fatal("downloaded content differs")
+	}
+	rng := e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content", nil, "Range", "bytes=0-1"), 206)
+	if string(rng.body) != "PK" {
+		t.Fatalf("range: %q", rng.body)
+	}
+	vt := e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id+"/vnfd", nil, "Accept", "text/plain"), 200)
+	if vt.Header.Get("Content-Type") != "text/plain" || !strings.HasPrefix(string(vt.body), "tosca_definitions_version") {
+		t.Fatalf("vnfd text: %s %q", vt.Header.Get("Content-Type"), vt.body)
+	}
+	vz := e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id+"/vnfd", nil, "Accept", "application/zip"), 200)
+	if zr, err := zip.NewReader(bytes.NewReader(vz.body), int64(len(vz.body))); err != nil || len(zr.File) != 1 || zr.File[0].Name != "Definitions/vnfd.yaml" {
+		t.Fatalf("vnfd zip: %v", err)
+	}
+	art := e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id+"/artifacts/Scripts/install.sh", nil, "Accept", "application/json"), 200)
+	if !strings.Contains(string(art.body), "echo hi") {
+		t.Fatalf("artifact %q", art.body)
+	}
+	e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id+"/artifacts/Scripts/nope.sh", nil), 404)
+	e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id+"/artifacts/../../etc/passwd", nil), 404)
+
+	// An instance makes the package IN_USE; it cannot be deleted.
+	ir := e.expect(e.raw("POST", "/vnflcm/v1/vnf_instances", []byte(`{"vnfdId":"9f0f5c36-0000-4000-8000-00000000a001"}`), "Content-Type", "application/json"), 201)
+	inst := ir.json(t)
+	if inst["vnfPkgId"] != id || inst["vnfProductName"] != "Sample K8s" {
+		t.Fatalf("instance from package: %v", inst)
+	}
+	if u := e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id, nil), 200).json(t)["usageState"]; u != "IN_USE" {
+		t.Fatalf("usageState %v", u)
+	}
+	e.expect(e.raw("DELETE", "/vnfpkgm/v1/vnf_packages/"+id, nil), 409) // still ENABLED
+	up := e.expect(e.raw("PATCH", "/vnfpkgm/v1/vnf_packages/"+id, []byte(`{"operationalState":"DISABLED","userDefinedData":{"k":"v","key1":null}}`), "Content-Type", "application/json"), 200).json(t)
+	if up["operationalState"] != "DISABLED" {
+		t.Fatalf("patch answer %v", up)
+	}
+	e.expect(e.raw("PATCH", "/vnfpkgm/v1/vnf_packages/"+id, []byte(`{"operationalState":"DISABLED"}`), "Content-Type", "application/json"), 409)
+	got := e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id, nil), 200).json(t)
+	if udd := got["userDefinedData"].(map[string]any); udd["k"] != "v" || udd["key1"] != nil {
+		t.Fatalf("userDefinedData after merge patch: %v", udd)
+	}
+	// DISABLED: no new instances.
+	e.expect(e.raw("POST", "/vnflcm/v1/vnf_instances", []byte(`{"vnfdId":"9f0f5c36-0000-4000-8000-00000000a001"}`), "Content-Type", "application/json"), 422)
+	if d := e.expect(e.raw("DELETE", "/vnfpkgm/v1/vnf_packages/"+id, nil), 409).json(t)["detail"].(string); !strings.Contains(d, inst["id"].(string)) {
+		t.Fatalf("delete of an IN_USE package: %s", d)
+	}
+	e.expect(e.raw("DELETE", "/vnflcm/v1/vnf_instances/"+inst["id"].(string), nil), 204)
+	e.expect(e.raw("DELETE", "/vnfpkgm/v1/vnf_packages/"+id, nil), 204)
+	e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id, nil), 404)
+}
+
+func TestOnboardingFailuresAndURIUpload(t *testing.T) {
+	e := newPkgEnv(t)
+	newPkg := func() string {
+		return e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages", nil), 201).json(t)["id"].(string)
+	}
+	for name, c := range map[string]struct {
+		body   []byte
+		detail string
+	}{
+		"not a zip":      {[]byte("hello"), "not a ZIP"},
+		"reader error":   {csar(t, map[string]string{"error.txt": "Definitions/vnfd.yaml:3: mapping values are not allowed"}), "vnfd.yaml:3"},
+		"duplicate vnfd": {csar(t, map[string]string{"vnfd.json": `{"id":"` + lcmtest.VnfdID + `"}`}), "already onboarded"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if name == "duplicate vnfd" {
+				if err := e.st.PutPackage(context.Background(), lcmtest.SamplePackage()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			id := newPkg()
+			e.expect(e.raw("PUT", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content", c.body, "Content-Type", "application/zip"), 202)
+			doc := e.waitOnboarding(id, "CREATED")
+			d, _ := doc["onboardingFailureDetails"].(map[string]any)["detail"].(string)
+			if !strings.Contains(d, c.detail) {
+				t.Fatalf("failure detail %q does not mention %q", d, c.detail)
+			}
+			if _, err := e.st.PackageContent(context.Background(), id); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("content of a failed onboarding kept: %v", err)
+			}
+		})
+	}
+	t.Run("upload_from_uri with basic auth", func(t *testing.T) {
+		content := csar(t, map[string]string{"vnfd.json": `{"id":"9f0f5c36-0000-4000-8000-00000000b002"}`})
+		src := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if u, p, ok := r.BasicAuth(); !ok || u != "u" || p != "s3cret-pw" {
+				w.WriteHeader(401)
+				return
+			}
+			_, _ = w.Write(content)
+		}))
+		defer src.Close()
+		id := newPkg()
+		e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content/upload_from_uri",
+			[]byte(`{"addressInformation":"`+src.URL+`/p.zip","userName":"u","password":"s3cret-pw"}`), "Content-Type", "application/json"), 202)
+		e.waitOnboarding(id, "ONBOARDED")
+		id2 := newPkg()
+		e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages/"+id2+"/package_content/upload_from_uri",
+			[]byte(`{"addressInformation":"`+src.URL+`/p.zip","userName":"u","password":"wrong-pw"}`), "Content-Type", "application/json"), 202)
+		d := e.waitOnboarding(id2, "CREATED")["onboardingFailureDetails"].(map[string]any)["detail"].(string)
+		if !strings.Contains(d, "401") || strings.Contains(d, "wrong-pw") {
+			t.Fatalf("failed fetch detail %q", d)
+		}
+		e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages/"+id2+"/package_content/upload_from_uri", []byte(`{"addressInformation":"ftp://x"}`), "Content-Type", "application/json"), 400)
+	})
+	t.Run("errors", func(t *testing.T) {
+		e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/nope", nil), 404)
+		e.expect(e.raw("PUT", "/vnfpkgm/v1/vnf_packages/"+newPkg()+"/package_content", []byte("x"), "Content-Type", "text/plain"), 415)
+		e.expect(e.raw("PUT", "/vnfpkgm/v1/vnf_packages/"+newPkg()+"/package_content", bytes.Repeat([]byte("x"), 2<<20), "Content-Type", "application/zip"), 413)
+		e.expect(e.raw("PATCH", "/vnfpkgm/v1/vnf_packages/"+newPkg(), []byte(`{"operationalState":"ENABLED"}`), "Content-Type", "application/json"), 409)
+		e.expect(e.raw("PATCH", "/vnfpkgm/v1/vnf_packages/"+newPkg(), []byte(`{"operationalState":"ON"}`), "Content-Type", "application/json"), 400)
+		e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages?filter=(eq,onboardingState,CREATED)&all_fields", nil), 200)
+		e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages?bogus=1", nil), 400)
+		e.expect(e.raw("PUT", "/vnfpkgm/v1/vnf_packages", nil), 405)
+	})
+}
+
+func TestStaleOnboardingIsResumed(t *testing.T) {
+	e := newPkgEnv(t)
+	ctx := context.Background()
+	id := e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages", nil), 201).json(t)["id"].(string)
+	// A process that stored the content and died before parsing it.
+	content := csar(t, map[string]string{"vnfd.json": `{"id":"9f0f5c36-0000-4000-8000-00000000c003"}`})
+	if _, err := e.st.StartOnboarding(ctx, id, "dead-process", time.Millisecond, content, "x", nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	e.pkgs.Sweep(ctx)
+	if s := e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id, nil), 200).json(t)["onboardingState"]; s != "ONBOARDED" {
+		t.Fatalf("after sweep: %v", s)
+	}
+}

@@ -1,0 +1,435 @@
+// Package packages manages VNF packages (the SOL005 subset the Tacker CLI
+// uses): package resources, CSAR upload (direct or from a URI), asynchronous
+// onboarding under a lease so an interrupted onboarding is finished by any
+// process, and reads of the stored content, VNFD and artifacts.
+package packages
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
+)
+
+// Parsed is what onboarding needs from a CSAR.
+type Parsed struct {
+	Vnfd                *model.Vnfd
+	SoftwareImages      []map[string]any
+	AdditionalArtifacts []map[string]any
+	// VnfdFiles are the CSAR paths that make up the VNFD.
+	VnfdFiles []string
+}
+
+// ParseFunc validates and reads a CSAR; an error's text is shown to users.
+type ParseFunc func(ctx context.Context, content []byte) (*Parsed, error)
+
+// Config wires the service.
+type Config struct {
+	Store  *store.Store
+	Box    *secrets.Box
+	Parse  ParseFunc
+	Logger *slog.Logger
+	// MaxBytes bounds an uploaded or fetched CSAR (default 256 MiB).
+	MaxBytes int64
+	// FetchTimeout bounds upload_from_uri downloads (default 5m).
+	FetchTimeout time.Duration
+	// Lease of an onboarding (default 2m); Sweep resumes expired ones.
+	Lease time.Duration
+	// HTTPClient fetches upload_from_uri content (default: a client with FetchTimeout).
+	HTTPClient *http.Client
+}
+
+// Service implements package management.
+type Service struct {
+	cfg   Config
+	st    *store.Store
+	log   *slog.Logger
+	owner string
+	wg    sync.WaitGroup
+}
+
+// New builds a Service.
+func New(c Config) *Service {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = 256 << 20
+	}
+	if c.FetchTimeout <= 0 {
+		c.FetchTimeout = 5 * time.Minute
+	}
+	if c.Lease <= 0 {
+		c.Lease = 2 * time.Minute
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: c.FetchTimeout}
+	}
+	h, _ := os.Hostname()
+	return &Service{cfg: c, st: c.Store, log: c.Logger.With("component", "packages"),
+		owner: fmt.Sprintf("%s-%d-%s", h, os.Getpid(), uuid.NewString()[:8])}
+}
+
+// MaxBytes is the upload limit.
+func (s *Service) MaxBytes() int64 { return s.cfg.MaxBytes }
+
+func notFound(id string) error {
+	return &lcm.Error{Kind: lcm.KindNotFound, Detail: fmt.Sprintf("VNF package %s does not exist; list packages with GET /vnfpkgm/v1/vnf_packages", id)}
+}
+
+func validID(id string) bool { _, err := uuid.Parse(id); return err == nil && len(id) == 36 }
+
+func mapErr(err error, id string) error {
+	var ce *store.ConflictError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return notFound(id)
+	case errors.As(err, &ce):
+		return &lcm.Error{Kind: lcm.KindConflict, Detail: ce.Reason, Err: err}
+	}
+	return err
+}
+
+// Create creates a package resource (CREATED, DISABLED, NOT_IN_USE).
+func (s *Service) Create(ctx context.Context, userDefinedData map[string]any) (*store.VnfPackage, error) {
+	return s.st.CreatePackage(ctx, uuid.NewString(), userDefinedData)
+}
+
+// Get reads a package.
+func (s *Service) Get(ctx context.Context, id string) (*store.VnfPackage, error) {
+	if !validID(id) {
+		return nil, notFound(id)
+	}
+	p, err := s.st.GetPackage(ctx, id)
+	return p, mapErr(err, id)
+}
+
+// List pages through packages.
+func (s *Service) List(ctx context.Context, p store.Page) ([]*store.VnfPackage, bool, error) {
+	return s.st.ListPackages(ctx, p)
+}
+
+// Update applies a VnfPkgInfoModifications request.
+func (s *Service) Update(ctx context.Context, id string, u store.PackageUpdate) (*store.VnfPackage, error) {
+	if !validID(id) {
+		return nil, notFound(id)
+	}
+	if u.OperationalState != "" && u.OperationalState != model.Enabled && u.OperationalState != model.Disabled {
+		return nil, &lcm.Error{Kind: lcm.KindInvalid, Detail: `"operationalState" must be ENABLED or DISABLED`}
+	}
+	if u.OperationalState == "" && u.UserDefinedData == nil {
+		return nil, &lcm.Error{Kind: lcm.KindInvalid, Detail: `give "operationalState" and/or "userDefinedData"`}
+	}
+	p, err := s.st.UpdatePackage(ctx, id, u)
+	return p, mapErr(err, id)
+}
+
+// Delete deletes a DISABLED, unused package.
+func (s *Service) Delete(ctx context.Context, id string) error {
+	if !validID(id) {
+		return notFound(id)
+	}
+	return mapErr(s.st.DeletePackage(ctx, id), id)
+}
+
+// Upload stores a CSAR and starts onboarding it in the background.
+func (s *Service) Upload(ctx context.Context, id string, content []byte) error {
+	if !validID(id) {
+		return notFound(id)
+	}
+	if len(content) == 0 {
+		return &lcm.Error{Kind: lcm.KindInvalid, Detail: "the request body is empty; send the CSAR (a ZIP file) with Content-Type: application/zip"}
+	}
+	sum := sha256.Sum256(content)
+	if _, err := s.st.StartOnboarding(ctx, id, s.owner, s.cfg.Lease, content, hex.EncodeToString(sum[:]), nil); err != nil {
+		return mapErr(err, id)
+	}
+	s.background(id, content)
+	return nil
+}
+
+// source is a stored upload_from_uri request.
+type source struct {
+	AddressInformation string `json:"addressInformation"`
+	UserName           string `json:"userName,omitempty"`
+	Password           string `json:"password,omitempty"`
+}
+
+// UploadFromURI records where to fetch the CSAR and fetches it in the background.
+func (s *Service) UploadFromURI(ctx context.Context, id string, raw []byte) error {
+	if !validID(id) {
+		return notFound(id)
+	}
+	var src source
+	if err := json.Unmarshal(raw, &src); err != nil || src.AddressInformation == "" {
+		return &lcm.Error{Kind: lcm.KindInvalid, Detail: `request body must be {"addressInformation": "<http(s) URL of the CSAR>", "userName"?, "password"?}`}
+	}
+	u, err := url.Parse(src.AddressInformation)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &lcm.Error{Kind: lcm.KindInvalid, Detail: fmt.Sprintf("addressInformation %q is not an http(s) URL", src.AddressInformation)}
+	}
+	sealed, err := s.cfg.Box.SealJSON(raw)
+	if err != nil {
+		return err
+	}
+	if _, err := s.st.StartOnboarding(ctx, id, s.owner, s.cfg.Lease, nil, "", sealed); err != nil {
+		return mapErr(err, id)
+	}
+	s.background(id, nil)
+	return nil
+}
+
+// background onboards one package outside the request.
+func (s *Service) background(id string, content []byte) {
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.FetchTimeout+s.cfg.Lease)
+		defer cancel()
+		s.onboard(ctx, id, s.owner, content)
+	})
+}
+
+// Wait blocks until background onboardings have finished (shutdown, tests).
+func (s *Service) Wait() { s.wg.Wait() }
+
+// Run resumes onboardings whose process died, until ctx ends.
+func (s *Service) Run(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Lease / 4)
+	defer t.Stop()
+	for {
+		s.Sweep(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sweep claims and finishes every onboarding with an expired lease.
+func (s *Service) Sweep(ctx context.Context) {
+	for ctx.Err() == nil {
+		owner := s.owner + "/" + uuid.NewString()[:8]
+		p, err := s.st.ClaimStaleOnboarding(ctx, owner, s.cfg.Lease)
+		if err != nil || p == nil {
+			if err != nil && ctx.Err() == nil {
+				s.log.Error("claiming stale onboardings", "err", err)
+			}
+			return
+		}
+		s.log.Info("resuming an interrupted onboarding", "vnfPkgId", p.ID, "state", p.OnboardingState)
+		var content []byte
+		if p.OnboardingState == store.PkgProcessing {
+			content, err = s.st.PackageContent(ctx, p.ID)
+			if err != nil {
+				s.finishFailed(ctx, p.ID, owner, fmt.Errorf("the uploaded content was lost (%v); upload the CSAR again", err))
+				continue
+			}
+		}
+		s.onboard(ctx, p.ID, owner, content)
+	}
+}
+
+// onboard fetches (if needed), parses and records the package.
+func (s *Service) onboard(ctx context.Context, id, owner string, content []byte) {
+	log := s.log.With("vnfPkgId", id)
+	if content == nil {
+		p, err := s.st.GetPackage(ctx, id)
+		if err != nil {
+			log.Error("onboarding: cannot read package", "err", err)
+			return
+		}
+		content, err = s.fetch(ctx, p.Source)
+		if err != nil {
+			s.finishFailed(ctx, id, owner, err)
+			return
+		}
+		sum := sha256.Sum256(content)
+		if err := s.st.FetchedContent(ctx, id, owner, content, hex.EncodeToString(sum[:])); err != nil {
+			log.Error("onboarding: cannot store fetched content", "err", err)
+			return
+		}
+	}
+	start := time.Now()
+	parsed, err := s.cfg.Parse(ctx, content)
+	if err != nil {
+		s.finishFailed(ctx, id, owner, err)
+		return
+	}
+	sum := sha256.Sum256(content)
+	ok := &store.Onboarded{Vnfd: parsed.Vnfd, SoftwareImages: parsed.SoftwareImages, AdditionalArtifacts: parsed.AdditionalArtifacts,
+		VnfdFiles: parsed.VnfdFiles, Checksum: map[string]any{"algorithm": "SHA-256", "hash": hex.EncodeToString(sum[:])}}
+	if err := s.st.FinishOnboarding(ctx, id, owner, ok, nil); err != nil {
+		if errors.Is(err, store.ErrDuplicateVnfd) {
+			s.finishFailed(ctx, id, owner, err)
+			return
+		}
+		log.Error("onboarding: cannot record result", "err", err)
+		return
+	}
+	log.Info("package onboarded", "vnfdId", parsed.Vnfd.ID, "took", time.Since(start).Round(time.Millisecond))
+}
+
+func (s *Service) finishFailed(ctx context.Context, id, owner string, cause error) {
+	pd := &model.ProblemDetails{Status: http.StatusBadRequest, Title: "Onboarding failed",
+		Detail: "onboarding failed: " + cause.Error() + "; fix the package and upload it again to this package"}
+	if err := s.st.FinishOnboarding(ctx, id, owner, nil, pd); err != nil {
+		s.log.Error("onboarding: cannot record failure", "vnfPkgId", id, "err", err, "failure", pd.Detail)
+		return
+	}
+	s.log.Warn("onboarding failed", "vnfPkgId", id, "detail", pd.Detail)
+}
+
+// fetch downloads the CSAR of an upload_from_uri request, bounded in size and time.
+func (s *Service) fetch(ctx context.Context, sealed []byte) ([]byte, error) {
+	raw, err := s.cfg.Box.OpenJSON(sealed)
+	if err != nil {
+		return nil, err
+	}
+	var src source
+	if err := json.Unmarshal(raw, &src); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.AddressInformation, nil)
+	if err != nil {
+		return nil, fmt.Errorf("addressInformation: %w", err)
+	}
+	if src.UserName != "" || src.Password != "" {
+		req.SetBasicAuth(src.UserName, src.Password)
+	}
+	res, err := s.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot download %s: %v", src.AddressInformation, secrets.Scrub(err.Error(), []string{src.Password}))
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("downloading %s answered %s", src.AddressInformation, res.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(res.Body, s.cfg.MaxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("downloading %s: %v", src.AddressInformation, err)
+	}
+	if int64(len(b)) > s.cfg.MaxBytes {
+		return nil, fmt.Errorf("the CSAR at %s is larger than %d bytes", src.AddressInformation, s.cfg.MaxBytes)
+	}
+	return b, nil
+}
+
+// Content returns the CSAR of an onboarded package.
+func (s *Service) Content(ctx context.Context, id string) ([]byte, error) {
+	p, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if p.OnboardingState != model.Onboarded {
+		return nil, &lcm.Error{Kind: lcm.KindConflict, Detail: fmt.Sprintf("VNF package %s is %s; its content is available once ONBOARDED", id, p.OnboardingState)}
+	}
+	b, err := s.st.PackageContent(ctx, id)
+	return b, mapErr(err, id)
+}
+
+func (s *Service) archive(ctx context.Context, id string) (*store.VnfPackage, *zip.Reader, error) {
+	b, err := s.Content(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := s.st.GetPackage(ctx, id)
+	if err != nil {
+		return nil, nil, mapErr(err, id)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("stored CSAR of package %s: %w", id, err)
+	}
+	return p, zr, nil
+}
+
+// VNFD returns the VNFD: one YAML file as text when it is a single file and
+// text is acceptable, else a ZIP of the VNFD files.
+func (s *Service) VNFD(ctx context.Context, id string, wantText, wantZip bool) (data []byte, contentType string, err error) {
+	p, zr, err := s.archive(ctx, id)
+	if err != nil {
+		return nil, "", err
+	}
+	files := p.VnfdFiles
+	if wantText && (len(files) == 1 || !wantZip) {
+		if len(files) != 1 {
+			return nil, "", &lcm.Error{Kind: lcm.KindNotAcceptable, Detail: fmt.Sprintf("the VNFD of package %s consists of %d files; ask for application/zip", id, len(files))}
+		}
+		b, err := readZipFile(zr, files[0])
+		return b, "text/plain", err
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, f := range files {
+		b, err := readZipFile(zr, f)
+		if err != nil {
+			return nil, "", err
+		}
+		w, err := zw.Create(f)
+		if err != nil {
+			return nil, "", err
+		}
+		if _, err := w.Write(b); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, "", err
+	}
+	return buf.Bytes(), "application/zip", nil
+}
+
+// Artifact returns one file of the CSAR.
+func (s *Service) Artifact(ctx context.Context, id, name string) ([]byte, error) {
+	_, zr, err := s.archive(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	clean := path.Clean("/" + name)[1:]
+	if clean == "" || strings.HasSuffix(name, "/") {
+		return nil, &lcm.Error{Kind: lcm.KindNotFound, Detail: "give the artifact path inside the package, e.g. Scripts/install.sh"}
+	}
+	b, err := readZipFile(zr, clean)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, &lcm.Error{Kind: lcm.KindNotFound, Detail: fmt.Sprintf("VNF package %s has no artifact %q", id, clean)}
+	}
+	return b, err
+}
+
+func readZipFile(zr *zip.Reader, name string) ([]byte, error) {
+	for _, f := range zr.File {
+		if f.Name == name {
+			rc, err := f.Open()
+			if err != nil {
+				return nil, err
+			}
+			defer rc.Close()
+			return io.ReadAll(io.LimitReader(rc, 1<<30))
+		}
+	}
+	return nil, os.ErrNotExist
+}
