@@ -79,6 +79,8 @@ type Server struct {
 	port     int
 	password string
 
+	immediate bool // recoverPrevious: stop a leftover server without a shutdown checkpoint
+
 	mu      sync.Mutex
 	lock    *os.File // flock on DataDir/pglocal.lock
 	stopped bool
@@ -105,7 +107,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	began := time.Now()
 	s := &Server{opts: o, log: o.Logger}
-	if err := s.prepareDataDir(); err != nil {
+	if err := s.prepareDataDir(2 * time.Second); err != nil {
 		return nil, err
 	}
 	ok := false
@@ -260,6 +262,47 @@ func (s *Server) Destroy(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// ErrInUse is returned (wrapped) by Start and Remove when a running Server,
+// in this process or another, holds the data directory.
+var ErrInUse = errors.New("data directory is in use")
+
+// Remove deletes a data directory that its owner left behind without Stop or
+// Destroy, such as a test binary killed by its timeout: it shuts down a
+// server still running there (immediate mode), then removes the cluster
+// (including one kept outside DataDir) and DataDir itself. It fails with
+// ErrInUse, without waiting, while a Server holds the directory.
+func Remove(ctx context.Context, dataDir string) error {
+	s := &Server{log: slog.New(slog.DiscardHandler), opts: Options{DataDir: dataDir}, immediate: true}
+	if _, err := os.Stat(dataDir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := s.prepareDataDir(0); err != nil {
+		return err
+	}
+	defer s.release()
+	st, err := s.readState()
+	if err != nil {
+		return err
+	}
+	s.root = s.dataDir
+	if st.Root != "" {
+		s.root = st.Root
+	}
+	s.pgData = filepath.Join(s.root, pgDataDir)
+	if sock := filepath.Join(s.root, sockDirName); fileExists(sock) {
+		s.sockDir = sock
+	}
+	if err := s.recoverPrevious(ctx); err != nil {
+		return err
+	}
+	var errs []error
+	if s.root != s.dataDir {
+		errs = append(errs, os.RemoveAll(s.root))
+	}
+	errs = append(errs, os.RemoveAll(s.dataDir))
+	return errors.Join(errs...)
+}
+
 // abandon forgets the server without stopping it, like a process that is
 // killed: tests use it to simulate a crash of the owner.
 func (s *Server) abandon() {
@@ -291,8 +334,9 @@ func (s *Server) stopQuietly() {
 	}
 }
 
-// prepareDataDir creates and locks DataDir.
-func (s *Server) prepareDataDir() error {
+// prepareDataDir creates and locks DataDir, waiting up to lockWait for a
+// lock that is held.
+func (s *Server) prepareDataDir(lockWait time.Duration) error {
 	abs, err := filepath.Abs(s.opts.DataDir)
 	if err != nil {
 		return fmt.Errorf("pglocal: %w", err)
@@ -317,7 +361,7 @@ func (s *Server) prepareDataDir() error {
 	// another goroutine keeps a reference to the lock's open file until it
 	// execs. Give it a short while before declaring the directory in use.
 	var err2 error
-	for deadline := time.Now().Add(2 * time.Second); ; {
+	for deadline := time.Now().Add(lockWait); ; {
 		err2 = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if !errors.Is(err2, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
 			break
@@ -327,7 +371,7 @@ func (s *Server) prepareDataDir() error {
 	if err := err2; err != nil {
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return fmt.Errorf("pglocal: data directory %s is in use by another running server (lock %s)", s.dataDir, f.Name())
+			return fmt.Errorf("pglocal: data directory %s: %w by another running server (lock %s)", s.dataDir, ErrInUse, f.Name())
 		}
 		return fmt.Errorf("pglocal: locking %s: %w", f.Name(), err)
 	}

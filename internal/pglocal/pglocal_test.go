@@ -756,3 +756,52 @@ func TestHelpers(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestRemove(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, s *Server) // s is running
+		wantErr error
+	}{
+		{"server left running by a dead owner", func(t *testing.T, s *Server) { s.abandon() }, nil},
+		{"stopped server", func(t *testing.T, s *Server) {
+			if err := s.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}, nil},
+		{"running server", func(*testing.T, *Server) {}, ErrInUse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dir := dataDir(t)
+			s := start(t, Options{DataDir: dir, Fast: true})
+			pgData := s.resolvedPGData()
+			tc.prepare(t, s)
+			began := time.Now()
+			err := Remove(ctx, dir)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Remove: err = %v, want %v", err, tc.wantErr)
+			}
+			if tc.wantErr != nil {
+				if d := time.Since(began); d > time.Second {
+					t.Errorf("Remove of a directory in use took %v, want an immediate answer", d)
+				}
+				connect(t, s.URL("")) // still serving
+				return
+			}
+			if left := processesIn(pgData); len(left) > 0 {
+				t.Errorf("server processes left: %v", left)
+			}
+			if fileExists(dir) {
+				t.Errorf("%s still exists", dir)
+			}
+		})
+	}
+	t.Run("missing directory", func(t *testing.T) {
+		if err := Remove(context.Background(), filepath.Join(t.TempDir(), "nope")); err != nil {
+			t.Errorf("Remove(missing) = %v, want nil", err)
+		}
+	})
+}

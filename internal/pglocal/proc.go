@@ -129,10 +129,15 @@ func (s *Server) recoverPrevious(ctx context.Context) error {
 		s.log.Warn("pglocal: a server left running by a previous owner of the data directory is still up; shutting it down",
 			"pid", pid, "pgdata", s.pgData)
 		// SIGINT = fast shutdown, SIGQUIT = immediate, then SIGKILL.
-		for _, step := range []struct {
+		type step struct {
 			sig   syscall.Signal
 			grace time.Duration
-		}{{syscall.SIGINT, orphanShutdownGrace}, {syscall.SIGQUIT, 5 * time.Second}, {syscall.SIGKILL, 5 * time.Second}} {
+		}
+		steps := []step{{syscall.SIGINT, orphanShutdownGrace}, {syscall.SIGQUIT, 5 * time.Second}, {syscall.SIGKILL, 5 * time.Second}}
+		if s.immediate {
+			steps = steps[1:]
+		}
+		for _, step := range steps {
 			_ = syscall.Kill(pid, step.sig)
 			if waitGone(ctx, step.grace, func() bool { return alive(pid) }) {
 				break

@@ -12,6 +12,10 @@
 // 2-core VM with the cluster on tmpfs), dropped when the test ends, so
 // tests can run in parallel without sharing rows.
 //
+// The cluster is removed when the tests end, or on SIGINT/SIGTERM. A binary
+// that dies otherwise (go test -timeout, SIGKILL) leaves it running; the next
+// test binary that starts removes such leftovers once they are a minute old.
+//
 // TEST_DATABASE_URL must be a postgres:// URL of a role that may create
 // databases, on PostgreSQL 13 or later (DROP DATABASE ... WITH (FORCE)).
 // Several test binaries may share it: each uses its own randomly named
@@ -166,7 +170,9 @@ func setup(ctx context.Context, externalURL string, migrate MigrateFunc, id stri
 			return nil, fmt.Errorf("%s: %w", EnvURL, err)
 		}
 	} else {
-		if e.tmpDir, err = os.MkdirTemp(scratchBase(), "pgtest-"); err != nil {
+		base := scratchBase()
+		reapLeftovers(ctx, base, time.Minute)
+		if e.tmpDir, err = os.MkdirTemp(base, "pgtest-"); err != nil {
 			return nil, err
 		}
 		if os.Geteuid() == 0 {
@@ -315,6 +321,27 @@ func stopOnSignal(e *env) (stop func()) {
 	return func() {
 		signal.Stop(ch)
 		close(done)
+	}
+}
+
+// reapLeftovers removes the clusters of earlier test binaries that died
+// without cleaning up (killed by go test's -timeout, or SIGKILL): their
+// servers would keep running and, on /dev/shm, keep holding memory. A
+// directory whose cluster a live binary holds is left alone, and so is one
+// younger than minAge (its binary may not have locked it yet).
+func reapLeftovers(ctx context.Context, base string, minAge time.Duration) {
+	dirs, _ := filepath.Glob(filepath.Join(base, "pgtest-*"))
+	for _, d := range dirs {
+		st, err := os.Stat(d)
+		if err != nil || !st.IsDir() || time.Since(st.ModTime()) < minAge {
+			continue
+		}
+		if err := pglocal.Remove(ctx, filepath.Join(d, "pg")); err != nil {
+			continue // in use, or not ours to remove
+		}
+		if err := os.RemoveAll(d); err == nil {
+			fmt.Fprintf(os.Stderr, "pgtest: removed the cluster an earlier test run left behind in %s\n", d)
+		}
 	}
 }
 

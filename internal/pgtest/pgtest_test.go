@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/pglocal"
 )
 
 var errBoom = errors.New("boom")
@@ -324,4 +327,70 @@ func BenchmarkNewDB(b *testing.B) {
 	}
 	b.ReportMetric(float64(create.Milliseconds())/float64(b.N), "create-ms/op")
 	b.ReportMetric(float64(drop.Milliseconds())/float64(b.N), "drop-ms/op")
+}
+
+func TestReapLeftovers(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	base := t.TempDir()
+	for _, d := range []string{base, filepath.Dir(base)} { // the server account must traverse them when root
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	mk := func(name string, files ...string) string {
+		d := filepath.Join(base, name)
+		for _, f := range append(files, "") {
+			if err := os.MkdirAll(filepath.Join(d, filepath.Dir(f)), 0o711); err != nil {
+				t.Fatal(err)
+			}
+			if f != "" {
+				if err := os.WriteFile(filepath.Join(d, f), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return d
+	}
+	dead := mk("pgtest-dead", "pg/pglocal.lock", "pg/pgdata/PG_VERSION")
+	deadEarly := mk("pgtest-died-before-start")
+	fresh := mk("pgtest-fresh", "pg/pglocal.lock")
+	other := mk("not-pgtest", "pg/pglocal.lock")
+	live := filepath.Join(base, "pgtest-live")
+	srv, err := pglocal.Start(ctx, pglocal.Options{DataDir: filepath.Join(live, "pg"), Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Destroy(context.Background()) })
+	for _, d := range []string{dead, deadEarly, other, live} {
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	reapLeftovers(ctx, base, time.Minute)
+
+	for _, tc := range []struct {
+		dir      string
+		wantKept bool
+	}{
+		{dead, false},
+		{deadEarly, false},
+		{fresh, true},
+		{other, true},
+		{live, true},
+	} {
+		t.Run(filepath.Base(tc.dir), func(t *testing.T) {
+			_, err := os.Stat(tc.dir)
+			if kept := err == nil; kept != tc.wantKept {
+				t.Errorf("kept = %v, want %v", kept, tc.wantKept)
+			}
+		})
+	}
+	conn, err := pgx.Connect(ctx, srv.URL(""))
+	if err != nil {
+		t.Fatalf("the live cluster was disturbed: %v", err)
+	}
+	_ = conn.Close(ctx)
 }
