@@ -17,6 +17,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
+	"github.com/mini-vnfm/mini-vnfm/internal/notify"
 	"github.com/mini-vnfm/mini-vnfm/internal/packages"
 	"github.com/mini-vnfm/mini-vnfm/internal/sol013"
 	"github.com/mini-vnfm/mini-vnfm/openapi"
@@ -40,16 +41,18 @@ type Config struct {
 	Wake func()
 	// Packages serves /vnfpkgm/v1 (nil: not served).
 	Packages *packages.Service
+	// Subscriptions serves /vnflcm/v1/subscriptions (nil: not served).
+	Subscriptions *notify.Subscriptions
 }
 
 // API is the HTTP handler set.
 type API struct {
-	cfg                                  Config
-	svc                                  *lcm.Service
-	log                                  *slog.Logger
-	base                                 string
-	validator                            *openapi.RequestValidator
-	instFields, opFields, opSelectFields *sol013.Field
+	cfg                                             Config
+	svc                                             *lcm.Service
+	log                                             *slog.Logger
+	base                                            string
+	validator                                       *openapi.RequestValidator
+	instFields, opFields, opSelectFields, subFields *sol013.Field
 }
 
 // New builds the handler tree.
@@ -81,6 +84,9 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	if a.opSelectFields, err = schemaFields(doc, "VnfLcmOpOcc", "_links"); err != nil {
+		return nil, err
+	}
+	if a.subFields, err = schemaFields(doc, "LccnSubscription", "_links"); err != nil {
 		return nil, err
 	}
 	return a.routes(), nil
@@ -145,6 +151,10 @@ func (a *API) routes() http.Handler {
 		h.handle(r, v1+"/vnf_lcm_op_occs/{id}/rollback", methods{http.MethodPost: a.rollback})
 		h.handle(r, v1+"/vnf_lcm_op_occs/{id}/fail", methods{http.MethodPost: a.fail})
 		h.handle(r, v1+"/vnf_lcm_op_occs/{id}/cancel", methods{http.MethodPost: a.cancel})
+		if a.cfg.Subscriptions != nil {
+			h.handle(r, v1+"/subscriptions", methods{http.MethodGet: a.listSubscriptions, http.MethodPost: a.createSubscription})
+			h.handle(r, v1+"/subscriptions/{id}", methods{http.MethodGet: a.getSubscription, http.MethodDelete: a.deleteSubscription})
+		}
 	})
 	return r
 }

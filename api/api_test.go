@@ -23,6 +23,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
+	"github.com/mini-vnfm/mini-vnfm/internal/notify"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
@@ -84,7 +85,9 @@ func newEnv(t *testing.T, pageSize int, withEngine bool) *env {
 		handler.Load().(http.Handler).ServeHTTP(w, r)
 	}))
 	t.Cleanup(e.srv.Close)
-	acfg := api.Config{Service: svc, EndpointURL: e.srv.URL, Logger: log, Metrics: metrics.New(svc.Stats, log), PageSize: pageSize, MaxBodyBytes: 64 << 10}
+	n := notify.New(notify.Config{Store: st, Box: box, BaseURL: e.srv.URL, Logger: log})
+	acfg := api.Config{Service: svc, EndpointURL: e.srv.URL, Logger: log, Metrics: metrics.New(svc.Stats, log), PageSize: pageSize, MaxBodyBytes: 64 << 10,
+		Subscriptions: notify.NewSubscriptions(n, true)}
 	if withEngine {
 		ectx, cancel := context.WithCancel(ctx)
 		eng := lcm.NewEngine(lcm.EngineConfig{Config: cfg, Workers: 4, Lease: 5 * time.Second, Poll: 100 * time.Millisecond})
@@ -100,6 +103,9 @@ func newEnv(t *testing.T, pageSize int, withEngine bool) *env {
 	handler.Store(h)
 	return e
 }
+
+// noRedirect shows 303 See Other as it is sent.
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 type resp struct {
 	*http.Response
@@ -145,7 +151,7 @@ func (e *env) do(method, path, body string, hdr ...string) resp {
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := noRedirect.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}

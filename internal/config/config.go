@@ -32,6 +32,12 @@ type Config struct {
 	PageSize     int           `env:"VNFM_PAGE_SIZE" envDefault:"100"`
 	MaxBodyBytes int64         `env:"VNFM_MAX_BODY_BYTES" envDefault:"1048576"`
 	ShutdownWait time.Duration `env:"VNFM_SHUTDOWN_TIMEOUT" envDefault:"15s"`
+	// Notifications: retry delays and how long to keep retrying one notification.
+	NotifyBackoffMin time.Duration `env:"VNFM_NOTIFY_BACKOFF_MIN" envDefault:"1s"`
+	NotifyBackoffMax time.Duration `env:"VNFM_NOTIFY_BACKOFF_MAX" envDefault:"5m"`
+	NotifyRetryFor   time.Duration `env:"VNFM_NOTIFY_RETRY_FOR" envDefault:"24h"`
+	// TestCallbacks sends GET to a new subscription's callbackUri and requires 204.
+	TestCallbacks bool `env:"VNFM_TEST_CALLBACKS" envDefault:"true"`
 }
 
 // Load reads and checks the environment.

@@ -19,6 +19,10 @@ type Metrics struct {
 	HTTPRequests *prometheus.CounterVec
 	HTTPDuration *prometheus.HistogramVec
 	StepDuration *prometheus.HistogramVec
+	// NotificationLatency is the time from queueing to delivery.
+	NotificationLatency prometheus.Histogram
+	// NotificationAttempts counts delivery attempts by result (delivered, failed, given_up).
+	NotificationAttempts *prometheus.CounterVec
 }
 
 // StatsFunc reads the operation/queue snapshot at scrape time.
@@ -41,7 +45,12 @@ func New(stats StatsFunc, log *slog.Logger) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.01, 3, 12),
 		}, []string{"operation", "step", "state"}),
 	}
-	reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.StepDuration,
+	m.NotificationLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "vnfm_notification_delivery_seconds", Help: "Time from queueing a notification to its delivery.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 4, 12)})
+	m.NotificationAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vnfm_notification_attempts_total", Help: "Notification delivery attempts by result."}, []string{"result"})
+	reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.StepDuration, m.NotificationLatency, m.NotificationAttempts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if stats != nil {
 		reg.MustRegister(&dbCollector{stats: stats, log: log})
@@ -64,6 +73,7 @@ var (
 	descLease = prometheus.NewDesc("vnfm_lcm_oldest_lease_age_seconds", "Age of the oldest running operation claim.", nil, nil)
 	descExp   = prometheus.NewDesc("vnfm_lcm_expired_leases", "Running operations whose engine stopped heartbeating (resumed on next claim).", nil, nil)
 	descUp    = prometheus.NewDesc("vnfm_database_up", "1 when the last scrape could read the database.", nil, nil)
+	descNotif = prometheus.NewDesc("vnfm_notifications", "Undelivered notifications by status (pending, retrying, failed).", []string{"status"}, nil)
 )
 
 type dbCollector struct {
@@ -72,7 +82,7 @@ type dbCollector struct {
 }
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descOps, descDepth, descLease, descExp, descUp} {
+	for _, d := range []*prometheus.Desc{descOps, descDepth, descLease, descExp, descUp, descNotif} {
 		ch <- d
 	}
 }
@@ -95,4 +105,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descDepth, prometheus.GaugeValue, float64(st.QueueDepth))
 	ch <- prometheus.MustNewConstMetric(descLease, prometheus.GaugeValue, st.OldestLeaseAge.Seconds())
 	ch <- prometheus.MustNewConstMetric(descExp, prometheus.GaugeValue, float64(st.ExpiredLeases))
+	ch <- prometheus.MustNewConstMetric(descNotif, prometheus.GaugeValue, float64(st.NotificationsPending), "pending")
+	ch <- prometheus.MustNewConstMetric(descNotif, prometheus.GaugeValue, float64(st.NotificationsRetrying), "retrying")
+	ch <- prometheus.MustNewConstMetric(descNotif, prometheus.GaugeValue, float64(st.NotificationsFailed), "failed")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
+	"github.com/mini-vnfm/mini-vnfm/internal/notify"
 	"github.com/mini-vnfm/mini-vnfm/internal/packages"
 	"github.com/mini-vnfm/mini-vnfm/internal/pglocal"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
@@ -118,8 +119,11 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 	pkgs := packages.New(packages.Config{Store: st, Box: box, Parse: parse, Logger: log})
 	defer pkgs.Wait()
+	notifier := notify.New(notify.Config{Store: st, Box: box, BaseURL: cfg.EndpointURL, Logger: log, Metrics: m,
+		BackoffMin: cfg.NotifyBackoffMin, BackoffMax: cfg.NotifyBackoffMax, RetryFor: cfg.NotifyRetryFor, Poll: cfg.Poll})
 	apiCfg := api.Config{Service: svc, Packages: pkgs, EndpointURL: cfg.EndpointURL, Logger: log, Metrics: m,
-		PageSize: cfg.PageSize, MaxBodyBytes: cfg.MaxBodyBytes}
+		PageSize: cfg.PageSize, MaxBodyBytes: cfg.MaxBodyBytes,
+		Subscriptions: notify.NewSubscriptions(notifier, cfg.TestCallbacks)}
 	if engine != nil {
 		apiCfg.Wake = engine.Wake
 	}
@@ -137,6 +141,13 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopEngine()
 	go pkgs.Run(engineCtx) // resumes onboardings interrupted by a crash
+	notifyDone := make(chan struct{})
+	go func() {
+		defer close(notifyDone)
+		if cfg.Engine {
+			notifier.Run(engineCtx)
+		}
+	}()
 	engineDone := make(chan struct{})
 	go func() {
 		defer close(engineDone)
@@ -167,6 +178,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	case <-engineDone:
 	case <-sctx.Done():
 		log.Warn("engine did not stop in time; unfinished operations resume on the next start")
+	}
+	select {
+	case <-notifyDone:
+	case <-sctx.Done():
 	}
 	return runErr
 }

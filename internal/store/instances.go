@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/lccn"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 )
 
@@ -125,7 +126,10 @@ func (s *Store) CreateInstance(ctx context.Context, in *model.VnfInstance) (*Ins
 		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,'NOT_INSTANTIATED',$10,$11,$12,$13) RETURNING `+instanceCols,
 			in.ID, nullable(in.VnfInstanceName), nullable(in.VnfInstanceDescription), in.VnfdID, nullable(in.VnfPkgID),
 			in.VnfProvider, in.VnfProductName, in.VnfSoftwareVersion, in.VnfdVersion, vcp, vci, meta, ext))
-		return err
+		if err != nil {
+			return err
+		}
+		return notifyInstance(ctx, tx, lccn.TypeCreation, &created.VnfInstance)
 	})
 	return created, err
 }
@@ -181,6 +185,9 @@ func (s *Store) DeleteInstance(ctx context.Context, id string) (*Instance, error
 			return err
 		} else if op != nil {
 			return &ConflictError{BlockingOp: op, Reason: blockingReason(id, op, "deleted")}
+		}
+		if err := notifyInstance(ctx, tx, lccn.TypeDeletion, &in.VnfInstance); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM vnf_instances WHERE id=$1`, id); err != nil {
 			return err

@@ -111,6 +111,9 @@ func (s *Store) CreateOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
 		if err != nil {
 			return err
 		}
+		if err := notifyOp(ctx, tx, created); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, ChannelOps, n.ID)
 		return err
 	})
@@ -146,6 +149,9 @@ func (s *Store) transitionOp(ctx context.Context, id string, from []string, set 
 				"LCM operation occurrence %s is %s; %s", id, cur.OperationState, what)}
 		}
 		if err != nil {
+			return err
+		}
+		if err := notifyOp(ctx, tx, op); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, ChannelOps, id)
@@ -185,7 +191,10 @@ func (s *Store) CancelOp(ctx context.Context, id, mode string) (*OpOcc, error) {
 		op, err = scanOp(tx.QueryRow(ctx, `UPDATE vnf_lcm_op_occs SET operation_state='ROLLED_BACK',
 			state_entered_time=now(), cancel_mode=$2, is_cancel_pending=false
 			WHERE id=$1 AND operation_state='STARTING' AND lease_owner IS NULL RETURNING `+opCols, id, mode))
-		if err == nil || !errors.Is(err, ErrNotFound) {
+		if err == nil {
+			return notifyOp(ctx, tx, op)
+		}
+		if !errors.Is(err, ErrNotFound) {
 			return err
 		}
 		op, err = scanOp(tx.QueryRow(ctx, `UPDATE vnf_lcm_op_occs SET is_cancel_pending=true, cancel_mode=$2
@@ -210,18 +219,29 @@ func (s *Store) CancelOp(ctx context.Context, id, mode string) (*OpOcc, error) {
 // Claim takes the oldest runnable op: a new one (STARTING → PROCESSING) or one
 // whose engine stopped renewing its lease. owner must be unique per claim.
 func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*OpOcc, error) {
-	op, err := scanOp(s.pool.QueryRow(ctx, `UPDATE vnf_lcm_op_occs o SET
-			operation_state = CASE WHEN o.operation_state='STARTING' THEN 'PROCESSING' ELSE o.operation_state END,
-			state_entered_time = CASE WHEN o.operation_state='STARTING' THEN now() ELSE o.state_entered_time END,
-			lease_owner=$1, lease_until=now()+$2::interval, attempts=o.attempts+1
-		WHERE o.id = (SELECT id FROM vnf_lcm_op_occs
+	var op *OpOcc
+	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var id, prev string
+		err := tx.QueryRow(ctx, `SELECT id, operation_state FROM vnf_lcm_op_occs
 			WHERE operation_state IN ('STARTING','PROCESSING','ROLLING_BACK')
 			  AND (lease_until IS NULL OR lease_until < now())
-			ORDER BY seq FOR UPDATE SKIP LOCKED LIMIT 1)
-		RETURNING `+opCols, owner, lease.String()))
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil
-	}
+			ORDER BY seq FOR UPDATE SKIP LOCKED LIMIT 1`).Scan(&id, &prev)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		op, err = scanOp(tx.QueryRow(ctx, `UPDATE vnf_lcm_op_occs SET
+				operation_state = CASE WHEN operation_state='STARTING' THEN 'PROCESSING' ELSE operation_state END,
+				state_entered_time = CASE WHEN operation_state='STARTING' THEN now() ELSE state_entered_time END,
+				lease_owner=$2, lease_until=now()+$3::interval, attempts=attempts+1
+			WHERE id=$1 RETURNING `+opCols, id, owner, lease.String()))
+		if err != nil || prev != model.StateStarting {
+			return err
+		}
+		return notifyOp(ctx, tx, op)
+	})
 	return op, err
 }
 
@@ -283,9 +303,11 @@ func (s *Store) FinishOp(ctx context.Context, id, owner string, f Finish) (*OpOc
 			return err
 		}
 		if f.Instance != nil {
-			return writeInstance(ctx, tx, f.Instance)
+			if err := writeInstance(ctx, tx, f.Instance); err != nil {
+				return err
+			}
 		}
-		return nil
+		return notifyOp(ctx, tx, op)
 	})
 	return op, err
 }

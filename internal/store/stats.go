@@ -20,6 +20,8 @@ type Stats struct {
 	OldestLeaseAge time.Duration
 	// ExpiredLeases counts claims whose engine stopped heartbeating.
 	ExpiredLeases int64
+	// Notifications waiting for delivery, those being retried, and those given up.
+	NotificationsPending, NotificationsRetrying, NotificationsFailed int64
 }
 
 // Stats reads the metrics snapshot in two cheap aggregate queries.
@@ -48,5 +50,11 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		COALESCE(EXTRACT(EPOCH FROM now() - min(state_entered_time) FILTER (WHERE lease_owner IS NOT NULL)), 0)
 		FROM vnf_lcm_op_occs WHERE operation_state IN ('STARTING','PROCESSING','ROLLING_BACK')`).Scan(&st.QueueDepth, &st.ExpiredLeases, &age)
 	st.OldestLeaseAge = time.Duration(age * float64(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	err = s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE failed_at IS NULL),
+		count(*) FILTER (WHERE failed_at IS NULL AND attempts > 0), count(*) FILTER (WHERE failed_at IS NOT NULL)
+		FROM notification_outbox WHERE delivered_at IS NULL`).Scan(&st.NotificationsPending, &st.NotificationsRetrying, &st.NotificationsFailed)
 	return st, err
 }

@@ -1,0 +1,269 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/lccn"
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+)
+
+// ChannelOutbox wakes notifiers when notifications are queued.
+const ChannelOutbox = "vnfm_outbox"
+
+// Subscription is a stored LCCN subscription.
+type Subscription struct {
+	ID             string
+	Seq            int64
+	CallbackURI    string
+	Filter         *lccn.Filter
+	Authentication []byte // sealed SubscriptionAuthentication
+	CreatedAt      time.Time
+}
+
+const subCols = `id, seq, callback_uri, filter, authentication, created_at`
+
+func scanSub(row pgx.Row) (*Subscription, error) {
+	var s Subscription
+	var f []byte
+	err := row.Scan(&s.ID, &s.Seq, &s.CallbackURI, &f, &s.Authentication, &s.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(f) > 0 {
+		if err := json.Unmarshal(f, &s.Filter); err != nil {
+			return nil, fmt.Errorf("store: subscription %s filter: %w", s.ID, err)
+		}
+	}
+	return &s, nil
+}
+
+// ErrDuplicateSubscription comes with the existing subscription (303 See Other).
+var ErrDuplicateSubscription = errors.New("a subscription with this callbackUri and filter exists")
+
+// CreateSubscription stores a subscription; a duplicate (same callbackUri and
+// canonical filter) returns the existing one with ErrDuplicateSubscription.
+func (s *Store) CreateSubscription(ctx context.Context, sub *Subscription) (*Subscription, error) {
+	f, err := jsonOrNull(sub.Filter)
+	if err != nil {
+		return nil, err
+	}
+	created, err := scanSub(s.pool.QueryRow(ctx, `INSERT INTO subscriptions (id, callback_uri, filter, filter_canon, authentication)
+		VALUES ($1,$2,$3,$4,$5) ON CONFLICT (callback_uri, filter_canon) DO NOTHING RETURNING `+subCols,
+		sub.ID, sub.CallbackURI, f, sub.Filter.Canonical(), sub.Authentication))
+	if errors.Is(err, ErrNotFound) {
+		existing, gerr := scanSub(s.pool.QueryRow(ctx, `SELECT `+subCols+` FROM subscriptions WHERE callback_uri=$1 AND filter_canon=$2`,
+			sub.CallbackURI, sub.Filter.Canonical()))
+		if gerr != nil {
+			return nil, gerr
+		}
+		return existing, ErrDuplicateSubscription
+	}
+	return created, err
+}
+
+// GetSubscription reads one subscription.
+func (s *Store) GetSubscription(ctx context.Context, id string) (*Subscription, error) {
+	return scanSub(s.pool.QueryRow(ctx, `SELECT `+subCols+` FROM subscriptions WHERE id=$1`, id))
+}
+
+// ListSubscriptions returns one page of subscriptions.
+func (s *Store) ListSubscriptions(ctx context.Context, p Page) ([]*Subscription, bool, error) {
+	return listPage(ctx, s, "subscriptions_doc", subCols, map[string]string{"id": "id::text", "callbackUri": "callback_uri"}, p, scanSub)
+}
+
+// DeleteSubscription deletes a subscription and its undelivered notifications.
+func (s *Store) DeleteSubscription(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM subscriptions WHERE id=$1`, id)
+	if err == nil && tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return err
+}
+
+// enqueue fans an event out to every matching subscription inside tx: the
+// notification is committed together with the state change it reports.
+func enqueue(ctx context.Context, tx pgx.Tx, ev lccn.Event) error {
+	rows, err := tx.Query(ctx, `SELECT id, filter FROM subscriptions`)
+	if err != nil {
+		return err
+	}
+	type target struct {
+		id string
+		f  *lccn.Filter
+	}
+	var targets []target
+	for rows.Next() {
+		var t target
+		var raw []byte
+		if err := rows.Scan(&t.id, &raw); err != nil {
+			rows.Close()
+			return err
+		}
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &t.f); err != nil {
+				rows.Close()
+				return fmt.Errorf("store: subscription %s filter: %w", t.id, err)
+			}
+		}
+		targets = append(targets, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if ev.Op != nil {
+		snap := *ev.Op
+		snap.OperationParams = nil // notifications never carry request bodies
+		ev.Op = &snap
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	nid := uuid.NewString() // one id for every copy of this notification
+	n := 0
+	for _, t := range targets {
+		if !t.f.Match(ev) {
+			continue
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO notification_outbox (notification_id, subscription_id, event) VALUES ($1,$2,$3)`,
+			nid, t.id, payload); err != nil {
+			return err
+		}
+		n++
+	}
+	if n > 0 {
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, '')`, ChannelOutbox)
+	}
+	return err
+}
+
+// opEvent builds the event of an op occurrence's new state (instance read in tx).
+func opEvent(ctx context.Context, tx pgx.Tx, op *OpOcc) (lccn.Event, error) {
+	ev := lccn.Event{Type: lccn.TypeOpOcc, OpOccID: op.ID, Operation: op.Operation, OperationState: op.OperationState,
+		IsAutomaticInvocation: op.IsAutomaticInvocation, Op: &op.VnfLcmOpOcc}
+	in, err := scanInstance(tx.QueryRow(ctx, `SELECT `+instanceCols+` FROM vnf_instances WHERE id=$1`, op.VnfInstanceID))
+	if errors.Is(err, ErrNotFound) {
+		ev.Instance = lccn.Instance{ID: op.VnfInstanceID}
+		return ev, nil
+	}
+	if err != nil {
+		return ev, err
+	}
+	ev.Instance = lccn.InstanceOf(&in.VnfInstance)
+	return ev, nil
+}
+
+func notifyOp(ctx context.Context, tx pgx.Tx, op *OpOcc) error {
+	ev, err := opEvent(ctx, tx, op)
+	if err != nil {
+		return err
+	}
+	return enqueue(ctx, tx, ev)
+}
+
+func notifyInstance(ctx context.Context, tx pgx.Tx, typ string, in *model.VnfInstance) error {
+	return enqueue(ctx, tx, lccn.Event{Type: typ, Instance: lccn.InstanceOf(in)})
+}
+
+// Delivery is one queued notification.
+type Delivery struct {
+	ID             int64
+	NotificationID string
+	SubscriptionID string
+	Event          lccn.Event
+	Attempts       int
+	CreatedAt      time.Time
+}
+
+// ClaimSubscription leases a subscription whose oldest undelivered
+// notification is due, and returns up to max of its pending notifications in
+// order. Holding the subscription, not single rows, keeps deliveries ordered.
+func (s *Store) ClaimSubscription(ctx context.Context, owner string, lease time.Duration, max int) (*Subscription, []Delivery, error) {
+	sub, err := scanSub(s.pool.QueryRow(ctx, `UPDATE subscriptions s SET delivery_owner=$1, delivery_until=now()+$2::interval
+		WHERE s.id = (SELECT h.subscription_id FROM (
+				SELECT DISTINCT ON (subscription_id) subscription_id, next_attempt_at
+				FROM notification_outbox WHERE delivered_at IS NULL AND failed_at IS NULL ORDER BY subscription_id, id) h
+			JOIN subscriptions s2 ON s2.id = h.subscription_id
+			WHERE h.next_attempt_at <= now() AND (s2.delivery_until IS NULL OR s2.delivery_until < now())
+			ORDER BY h.next_attempt_at LIMIT 1 FOR UPDATE OF s2 SKIP LOCKED)
+		RETURNING `+subCols, owner, lease.String()))
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, notification_id, subscription_id, event, attempts, created_at
+		FROM notification_outbox WHERE subscription_id=$1 AND delivered_at IS NULL AND failed_at IS NULL ORDER BY id LIMIT $2`, sub.ID, max)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var out []Delivery
+	for rows.Next() {
+		var d Delivery
+		var ev []byte
+		if err := rows.Scan(&d.ID, &d.NotificationID, &d.SubscriptionID, &ev, &d.Attempts, &d.CreatedAt); err != nil {
+			return nil, nil, err
+		}
+		if err := json.Unmarshal(ev, &d.Event); err != nil {
+			return nil, nil, err
+		}
+		out = append(out, d)
+	}
+	return sub, out, rows.Err()
+}
+
+// Delivered marks a notification as delivered, fenced by the subscription lease.
+func (s *Store) Delivered(ctx context.Context, subID, owner string, id int64) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE notification_outbox o SET delivered_at=now(), attempts=o.attempts+1, last_error=NULL
+		FROM subscriptions s WHERE o.id=$3 AND s.id=$1 AND s.delivery_owner=$2 AND o.subscription_id=s.id`, subID, owner, id)
+	if err == nil && tag.RowsAffected() == 0 {
+		return ErrLeaseLost
+	}
+	return err
+}
+
+// DeliveryFailed records a failed attempt and releases the subscription. With
+// giveUp the notification is set aside (failed_at) so later ones can flow;
+// otherwise it is retried after next, and blocks the subscription until then
+// to keep the order.
+func (s *Store) DeliveryFailed(ctx context.Context, subID, owner string, id int64, cause string, next time.Duration, giveUp bool) error {
+	return inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE notification_outbox o SET attempts=o.attempts+1, last_error=$4,
+			next_attempt_at=now()+$5::interval, failed_at=CASE WHEN $6 THEN now() END
+			FROM subscriptions s WHERE o.id=$3 AND s.id=$1 AND s.delivery_owner=$2 AND o.subscription_id=s.id`,
+			subID, owner, id, cause, next.String(), giveUp)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrLeaseLost
+		}
+		_, err = tx.Exec(ctx, `UPDATE subscriptions SET delivery_owner=NULL, delivery_until=NULL WHERE id=$1 AND delivery_owner=$2`, subID, owner)
+		return err
+	})
+}
+
+// ReleaseSubscription ends a delivery lease.
+func (s *Store) ReleaseSubscription(ctx context.Context, subID, owner string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE subscriptions SET delivery_owner=NULL, delivery_until=NULL WHERE id=$1 AND delivery_owner=$2`, subID, owner)
+	return err
+}
+
+// PruneDelivered deletes delivered notifications older than age.
+func (s *Store) PruneDelivered(ctx context.Context, age time.Duration) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM notification_outbox WHERE delivered_at < now() - $1::interval`, age.String())
+	return tag.RowsAffected(), err
+}
