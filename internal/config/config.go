@@ -38,6 +38,12 @@ type Config struct {
 	NotifyRetryFor   time.Duration `env:"VNFM_NOTIFY_RETRY_FOR" envDefault:"24h"`
 	// TestCallbacks sends GET to a new subscription's callbackUri and requires 204.
 	TestCallbacks bool `env:"VNFM_TEST_CALLBACKS" envDefault:"true"`
+
+	// SecretKeyFile holds the key (first line) and optionally old keys
+	// (further lines); default DataDir/secret.key, see Box.
+	SecretKeyFile string `env:"VNFM_SECRET_KEY_FILE"`
+	// SecretKeysOld lists retired keys that still open stored values.
+	SecretKeysOld string `env:"VNFM_SECRET_KEYS_OLD"`
 }
 
 // Load reads and checks the environment.
@@ -78,34 +84,96 @@ func (c *Config) Logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
-// Box returns the secrets box. Without VNFM_SECRET_KEY the key lives in
-// DataDir/secret.key (created on first use, mode 0600) — fine for the
-// embedded database; production sets VNFM_SECRET_KEY.
+// Box returns the secrets box: the current key seals, old keys only open.
+//
+// The current key is VNFM_SECRET_KEY (inline, base64) or the first key in
+// the file VNFM_SECRET_KEY_FILE (default DataDir/secret.key); further keys in
+// the file and in VNFM_SECRET_KEYS_OLD are old keys. Without DATABASE_URL
+// (embedded database) a missing key file is generated (mode 0600); with
+// DATABASE_URL a key must be given, since a new key could not open what is
+// already stored.
 func (c *Config) Box() (*secrets.Box, error) {
-	key := c.SecretKey
-	if key == "" {
-		path := filepath.Join(c.DataDir, "secret.key")
+	keys, err := c.secretKeys()
+	if err != nil {
+		return nil, err
+	}
+	if c.SecretKeysOld != "" {
+		old, err := secrets.ParseKeys(c.SecretKeysOld)
+		if err != nil {
+			return nil, fmt.Errorf("config: VNFM_SECRET_KEYS_OLD: %w", err)
+		}
+		keys = append(keys, old...)
+	}
+	return secrets.NewBox(keys[0], keys[1:]...)
+}
+
+// SecretKeyPath is the key file Box reads when VNFM_SECRET_KEY is unset.
+func (c *Config) SecretKeyPath() string {
+	if c.SecretKeyFile != "" {
+		return c.SecretKeyFile
+	}
+	return filepath.Join(c.DataDir, "secret.key")
+}
+
+func (c *Config) secretKeys() ([][]byte, error) {
+	if c.SecretKey != "" {
+		if c.SecretKeyFile != "" {
+			return nil, errors.New("config: set VNFM_SECRET_KEY or VNFM_SECRET_KEY_FILE, not both")
+		}
+		k, err := secrets.ParseKey(c.SecretKey)
+		if err != nil {
+			return nil, fmt.Errorf("config: VNFM_SECRET_KEY: %w", err)
+		}
+		return [][]byte{k}, nil
+	}
+	path := c.SecretKeyPath()
+	for attempt := 0; ; attempt++ {
 		b, err := os.ReadFile(path)
 		switch {
 		case err == nil:
-			key = string(b)
-		case errors.Is(err, os.ErrNotExist) && c.DatabaseURL == "":
-			key = secrets.NewKey()
-			if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
-				return nil, fmt.Errorf("config: %w", err)
+			keys, err := secrets.ParseKeys(string(b))
+			if err != nil {
+				return nil, fmt.Errorf("config: secret key file %s: %w", path, err)
 			}
-			if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
-				return nil, fmt.Errorf("config: cannot store the generated secret key: %w", err)
+			if len(keys) == 0 {
+				return nil, fmt.Errorf("config: secret key file %s holds no key (one base64 key per line: head -c32 /dev/urandom | base64)", path)
 			}
-		case errors.Is(err, os.ErrNotExist):
-			return nil, errors.New("config: VNFM_SECRET_KEY is required with DATABASE_URL (32 random bytes, base64: head -c32 /dev/urandom | base64); keep it safe, it encrypts stored secrets")
-		default:
-			return nil, fmt.Errorf("config: %w", err)
+			return keys, nil
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("config: secret key file: %w", err)
+		case c.DatabaseURL != "" && c.SecretKeyFile != "":
+			return nil, fmt.Errorf("config: VNFM_SECRET_KEY_FILE %s does not exist; with DATABASE_URL no key is generated (a new key could not open stored secrets): create it with head -c32 /dev/urandom | base64 > %s && chmod 600 %s", path, path, path)
+		case c.DatabaseURL != "":
+			return nil, errors.New("config: VNFM_SECRET_KEY or VNFM_SECRET_KEY_FILE is required with DATABASE_URL (32 random bytes, base64: head -c32 /dev/urandom | base64); keep it safe, it encrypts stored secrets")
+		case attempt > 0:
+			return nil, fmt.Errorf("config: secret key file %s: %w", path, err)
+		}
+		if err := generateKeyFile(path); err != nil {
+			return nil, err
 		}
 	}
-	raw, err := secrets.ParseKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("config: VNFM_SECRET_KEY: %w", err)
+}
+
+// generateKeyFile writes a new key to path, mode 0600, unless another
+// process got there first (O_EXCL): then its key is used.
+func generateKeyFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
-	return secrets.NewBox(raw)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("config: cannot store the generated secret key: %w", err)
+	}
+	_, werr := f.WriteString(secrets.NewKey() + "\n")
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		_ = os.Remove(path)
+		return fmt.Errorf("config: cannot store the generated secret key: %w", werr)
+	}
+	return nil
 }

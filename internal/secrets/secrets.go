@@ -4,8 +4,6 @@
 package secrets
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -17,8 +15,14 @@ import (
 // Mask replaces every secret value on output.
 const Mask = "******"
 
-// sealedPrefix marks a sealed value; the version lets keys or algorithms change later.
-const sealedPrefix = "enc:v1:"
+// Sealed value formats. v2 names the key that sealed the value
+// ("enc:v2:<keyid>:<base64(nonce|ciphertext)>", the header is the GCM
+// additional data); v1 ("enc:v1:<base64>") predates key ids and is opened by
+// trying the current key, then the old ones. Seal always writes v2.
+const (
+	sealedPrefixV1 = "enc:v1:"
+	sealedPrefixV2 = "enc:v2:"
+)
 
 // secretWords are matched against a key lower-cased with '_' and '-' removed.
 // The list is documented in README ("Secrets") and openapi/vnflcm.yaml.
@@ -38,26 +42,29 @@ func IsSecretKey(key string) bool {
 	return false
 }
 
-// Box seals and opens values with one AES-256-GCM key.
-type Box struct{ aead cipher.AEAD }
-
 // ErrKey reports a malformed key.
 var ErrKey = errors.New("secret key must be 32 bytes, base64 encoded (generate one with: head -c32 /dev/urandom | base64)")
 
-// NewBox builds a Box from a 32-byte key.
-func NewBox(key []byte) (*Box, error) {
-	if len(key) != 32 {
-		return nil, ErrKey
-	}
-	blk, err := aes.NewCipher(key)
+// NewBox builds a Box that seals with key and also opens values sealed with
+// any of the old keys (key rotation: keys.go).
+func NewBox(key []byte, old ...[]byte) (*Box, error) {
+	cur, err := newBoxKey(key)
 	if err != nil {
-		return nil, fmt.Errorf("secrets: %w", err)
+		return nil, err
 	}
-	aead, err := cipher.NewGCM(blk)
-	if err != nil {
-		return nil, fmt.Errorf("secrets: %w", err)
+	b := &Box{cur: cur, byID: map[string]*boxKey{cur.id: cur}}
+	for _, k := range old {
+		ok, err := newBoxKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("old key: %w", err)
+		}
+		if _, dup := b.byID[ok.id]; dup {
+			continue
+		}
+		b.byID[ok.id] = ok
+		b.old = append(b.old, ok)
 	}
-	return &Box{aead: aead}, nil
+	return b, nil
 }
 
 // ParseKey decodes a base64 key (standard or URL alphabet).
@@ -78,32 +85,59 @@ func NewKey() string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-// Seal encrypts plaintext into a self-describing string.
+// Seal encrypts plaintext with the current key into a self-describing string
+// that names the key.
 func (b *Box) Seal(plain []byte) string {
-	nonce := make([]byte, b.aead.NonceSize())
+	k := b.cur
+	header := sealedPrefixV2 + k.id + ":"
+	nonce := make([]byte, k.aead.NonceSize())
 	_, _ = rand.Read(nonce)
-	ct := b.aead.Seal(nonce, nonce, plain, nil)
-	return sealedPrefix + base64.RawStdEncoding.EncodeToString(ct)
+	ct := k.aead.Seal(nonce, nonce, plain, []byte(header))
+	return header + base64.RawStdEncoding.EncodeToString(ct)
 }
 
-// IsSealed reports whether s came from Seal.
-func IsSealed(s string) bool { return strings.HasPrefix(s, sealedPrefix) }
+// IsSealed reports whether s came from Seal (either format).
+func IsSealed(s string) bool {
+	return strings.HasPrefix(s, sealedPrefixV2) || strings.HasPrefix(s, sealedPrefixV1)
+}
 
-// Open decrypts a string produced by Seal.
+// Open decrypts a string produced by Seal, with whichever configured key sealed it.
 func (b *Box) Open(s string) ([]byte, error) {
-	if !IsSealed(s) {
-		return nil, errors.New("secrets: value is not sealed")
+	switch {
+	case strings.HasPrefix(s, sealedPrefixV2):
+		id, payload, ok := strings.Cut(strings.TrimPrefix(s, sealedPrefixV2), ":")
+		if !ok {
+			return nil, errors.New("secrets: sealed value is corrupt")
+		}
+		k, known := b.byID[id]
+		if !known {
+			return nil, fmt.Errorf("secrets: value was sealed with key %s, which is not configured (give that key in VNFM_SECRET_KEYS_OLD)", id)
+		}
+		raw, err := base64.RawStdEncoding.DecodeString(payload)
+		if err != nil || len(raw) < k.aead.NonceSize() {
+			return nil, errors.New("secrets: sealed value is corrupt")
+		}
+		n := k.aead.NonceSize()
+		plain, err := k.aead.Open(nil, raw[:n], raw[n:], []byte(sealedPrefixV2+id+":"))
+		if err != nil {
+			return nil, fmt.Errorf("secrets: cannot decrypt sealed value with key %s (corrupt value?)", id)
+		}
+		return plain, nil
+	case strings.HasPrefix(s, sealedPrefixV1):
+		raw, err := base64.RawStdEncoding.DecodeString(strings.TrimPrefix(s, sealedPrefixV1))
+		if err != nil || len(raw) < b.cur.aead.NonceSize() {
+			return nil, errors.New("secrets: sealed value is corrupt")
+		}
+		n := b.cur.aead.NonceSize()
+		// v1 values carry no key id: GCM authentication tells which key fits.
+		for _, k := range append([]*boxKey{b.cur}, b.old...) {
+			if plain, err := k.aead.Open(nil, raw[:n], raw[n:], nil); err == nil {
+				return plain, nil
+			}
+		}
+		return nil, errors.New("secrets: cannot decrypt sealed value (wrong VNFM_SECRET_KEY? list retired keys in VNFM_SECRET_KEYS_OLD)")
 	}
-	raw, err := base64.RawStdEncoding.DecodeString(strings.TrimPrefix(s, sealedPrefix))
-	if err != nil || len(raw) < b.aead.NonceSize() {
-		return nil, errors.New("secrets: sealed value is corrupt")
-	}
-	n := b.aead.NonceSize()
-	plain, err := b.aead.Open(nil, raw[:n], raw[n:], nil)
-	if err != nil {
-		return nil, errors.New("secrets: cannot decrypt sealed value (wrong VNFM_SECRET_KEY?)")
-	}
-	return plain, nil
+	return nil, errors.New("secrets: value is not sealed")
 }
 
 // SealDoc returns a copy of a decoded JSON document (maps, slices, scalars)

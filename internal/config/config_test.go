@@ -1,0 +1,112 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
+)
+
+func keyID(t *testing.T, b64 string) string {
+	t.Helper()
+	k, err := secrets.ParseKey(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secrets.KeyID(k)
+}
+
+func TestSecretKeys(t *testing.T) {
+	k1, k2, k3 := secrets.NewKey(), secrets.NewKey(), secrets.NewKey()
+	for _, tc := range []struct {
+		name    string
+		cfg     func(dir string) Config
+		file    string // content of dir/key.file, if any
+		wantIDs []string
+		wantErr string
+	}{
+		{"inline key", func(string) Config { return Config{SecretKey: k1} }, "", []string{keyID(t, k1)}, ""},
+		{"inline key with old keys", func(string) Config { return Config{SecretKey: k1, SecretKeysOld: k2 + "," + k3} }, "",
+			[]string{keyID(t, k1), keyID(t, k2), keyID(t, k3)}, ""},
+		{"key file: current then old lines", func(d string) Config {
+			return Config{SecretKeyFile: filepath.Join(d, "key.file"), DatabaseURL: "postgres://x"}
+		}, "# rotated\n" + k2 + "\n" + k1 + "\n", []string{keyID(t, k2), keyID(t, k1)}, ""},
+		{"both inline and file", func(d string) Config { return Config{SecretKey: k1, SecretKeyFile: filepath.Join(d, "key.file")} }, "", nil, "not both"},
+		{"missing file with DATABASE_URL", func(d string) Config {
+			return Config{SecretKeyFile: filepath.Join(d, "nope"), DatabaseURL: "postgres://x"}
+		}, "", nil, "does not exist; with DATABASE_URL no key is generated"},
+		{"no key at all with DATABASE_URL", func(d string) Config { return Config{DataDir: d, DatabaseURL: "postgres://x"} }, "", nil,
+			"VNFM_SECRET_KEY or VNFM_SECRET_KEY_FILE is required with DATABASE_URL"},
+		{"empty key file", func(d string) Config { return Config{SecretKeyFile: filepath.Join(d, "key.file")} }, "# nothing\n", nil, "holds no key"},
+		{"bad old key", func(string) Config { return Config{SecretKey: k1, SecretKeysOld: "short"} }, "", nil, "VNFM_SECRET_KEYS_OLD"},
+		{"bad inline key", func(string) Config { return Config{SecretKey: "short"} }, "", nil, "VNFM_SECRET_KEY: secret key must be 32 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.file != "" {
+				if err := os.WriteFile(filepath.Join(dir, "key.file"), []byte(tc.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := tc.cfg(dir)
+			box, err := c.Box()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(box.KeyIDs(), ","); got != strings.Join(tc.wantIDs, ",") {
+				t.Fatalf("key ids %s, want %s", got, strings.Join(tc.wantIDs, ","))
+			}
+		})
+	}
+}
+
+// Without DATABASE_URL a missing key file is generated once (mode 0600) and
+// reused, in the data dir or at VNFM_SECRET_KEY_FILE.
+func TestSecretKeyGenerated(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(dir string) Config
+		path func(dir string) string
+	}{
+		{"data dir", func(d string) Config { return Config{DataDir: filepath.Join(d, "data")} }, func(d string) string { return filepath.Join(d, "data", "secret.key") }},
+		{"VNFM_SECRET_KEY_FILE", func(d string) Config { return Config{DataDir: d, SecretKeyFile: filepath.Join(d, "keys", "k")} }, func(d string) string { return filepath.Join(d, "keys", "k") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c := tc.cfg(dir)
+			b1, err := c.Box()
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(tc.path(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode().Perm() != 0o600 {
+				t.Fatalf("key file mode %v", st.Mode().Perm())
+			}
+			if c.SecretKeyPath() != tc.path(dir) {
+				t.Fatalf("SecretKeyPath %s", c.SecretKeyPath())
+			}
+			sealed := b1.Seal([]byte(`"x"`))
+			b2, err := c.Box()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b2.KeyID() != b1.KeyID() {
+				t.Fatal("a second start generated another key")
+			}
+			if _, err := b2.Open(sealed); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

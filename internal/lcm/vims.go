@@ -1,0 +1,845 @@
+package lcm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/vim"
+)
+
+// The VIM registry: Tacker's legacy /v1.0/vims resource. A VIM is stored in
+// vims (what may be shown) and vim_auths (credentials: every auth_cred value
+// except plain identifiers sealed with the current secrets key, whose id is
+// recorded). Registration verifies the credentials against the VIM unless
+// the caller opts out. Instantiate resolves vimConnectionInfo entries that
+// name a VIM by vimId into full access data (resolveVims).
+
+// vimConnectionInfo.vimType of the VIMs in the registry, as in the ETSI
+// NFV-SOL003 VIM connection info registry (Tacker v2 uses the same names;
+// Tacker v1 requests say "openstack" / "kubernetes", see NormalizeVimType).
+const (
+	VimTypeOpenStack  = "ETSINFV.OPENSTACK_KEYSTONE.V_3"
+	VimTypeKubernetes = "ETSINFV.KUBERNETES.V_1"
+)
+
+// VIM status values.
+const (
+	VimStatusActive     = "ACTIVE"     // verified at registration or last credential change
+	VimStatusUnverified = "UNVERIFIED" // registered with verification skipped
+)
+
+// NormalizeVimType maps the VIM type names clients use to the registry names:
+// "openstack" (Tacker v1, any case) and ETSINFV.OPENSTACK_KEYSTONE.V_3 (any
+// case of the suffix) to VimTypeOpenStack, "kubernetes" and
+// ETSINFV.KUBERNETES.V_1 to VimTypeKubernetes. Other values are returned
+// unchanged.
+func NormalizeVimType(t string) string {
+	switch strings.ToUpper(strings.TrimSpace(t)) {
+	case "OPENSTACK", "ETSINFV.OPENSTACK_KEYSTONE.V_3", "ETSINFV.OPENSTACK_KEYSTONE.V3":
+		return VimTypeOpenStack
+	case "KUBERNETES", "ETSINFV.KUBERNETES.V_1", "ETSINFV.KUBERNETES.V1":
+		return VimTypeKubernetes
+	}
+	return t
+}
+
+func vimTypeOf(v *store.Vim) string {
+	if v.Type == store.VimKubernetes {
+		return VimTypeKubernetes
+	}
+	return VimTypeOpenStack
+}
+
+// publicCredKeys are the auth_cred keys stored in the clear and shown by the
+// API; every other auth_cred value is sealed and shown as secrets.Mask.
+var publicCredKeys = []string{
+	"username", "user_id", "user_domain_name", "user_domain_id",
+	"project_name", "project_id", "project_domain_name", "project_domain_id",
+	"cert_verify", "ssl_ca_cert", "client_id", "oidc_token_url", "auth_url",
+}
+
+// IsPublicCredKey reports whether an auth_cred value may be shown.
+func IsPublicCredKey(key string) bool {
+	return slices.Contains(publicCredKeys, key) && !secrets.IsSecretKey(key)
+}
+
+func notFoundVim(id string) *Error {
+	return errorf(KindNotFound, "VIM %s does not exist; list VIMs with GET /v1.0/vims (openstack vim list)", id)
+}
+
+// vimRequest is a decoded {"vim": {...}} member, with presence kept.
+type vimRequest struct {
+	fields map[string]any
+}
+
+var (
+	vimCreateKeys = []string{"name", "description", "type", "auth_url", "vim_project", "auth_cred", "is_default", "extra", "tenant_id", "shared"}
+	vimUpdateKeys = []string{"name", "description", "type", "auth_url", "vim_project", "auth_cred", "is_default", "extra", "tenant_id", "shared"}
+)
+
+func decodeVim(raw []byte, allowed []string) (*vimRequest, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, errorf(KindInvalid, `request body: give the VIM as {"vim": {...}}`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, errorf(KindInvalid, `request body: "vim" must be a JSON object`)
+	}
+	var bad []string
+	for k := range m {
+		if !slices.Contains(allowed, k) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return nil, errorf(KindInvalid, "vim: unsupported attribute(s) %s; supported: %s", strings.Join(bad, ", "), strings.Join(allowed, ", "))
+	}
+	return &vimRequest{fields: m}, nil
+}
+
+func (r *vimRequest) has(k string) bool { _, ok := r.fields[k]; return ok }
+
+func (r *vimRequest) str(k string, max int) (string, error) {
+	v, ok := r.fields[k]
+	if !ok || v == nil {
+		return "", nil
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		return "", errorf(KindInvalid, "vim.%s must be a string", k)
+	}
+	if len(s) > max {
+		return "", errorf(KindInvalid, "vim.%s is longer than %d characters", k, max)
+	}
+	return s, nil
+}
+
+func (r *vimRequest) obj(k string) (map[string]any, error) {
+	v, ok := r.fields[k]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	m, isObj := v.(map[string]any)
+	if !isObj {
+		return nil, errorf(KindInvalid, "vim.%s must be a JSON object", k)
+	}
+	return m, nil
+}
+
+func (r *vimRequest) boolean(k string) (bool, error) {
+	v, ok := r.fields[k]
+	if !ok || v == nil {
+		return false, nil
+	}
+	b, err := vim.Bool(v)
+	if err != nil {
+		return false, errorf(KindInvalid, "vim.%s must be true or false, not %v", k, v)
+	}
+	return b, nil
+}
+
+// takeVerify removes extra.verify and reports whether it asks to skip verification.
+func takeVerify(extra map[string]any) (skip bool, err error) {
+	v, ok := extra["verify"]
+	if !ok {
+		return false, nil
+	}
+	delete(extra, "verify")
+	b, err := vim.Bool(v)
+	if err != nil {
+		return false, errorf(KindInvalid, "vim.extra.verify must be true or false, not %v", v)
+	}
+	return !b, nil
+}
+
+func checkAuthURL(s string) error {
+	if s == "" {
+		return errorf(KindInvalid, "vim.auth_url is required (Keystone URL such as http://host/identity/v3, or the Kubernetes API server URL such as https://host:6443)")
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errorf(KindInvalid, "vim.auth_url %q is not an http(s) URL with a host", s)
+	}
+	return nil
+}
+
+// checkAccess validates vim_project and auth_cred for the VIM type.
+func checkAccess(typ string, project, cred map[string]any) error {
+	if cred == nil {
+		return errorf(KindInvalid, "vim.auth_cred is required")
+	}
+	if v, ok := cred["cert_verify"]; ok {
+		if _, err := vim.Bool(v); err != nil {
+			return errorf(KindInvalid, "vim.auth_cred.cert_verify must be True or False, not %v", v)
+		}
+	}
+	var err error
+	switch typ {
+	case store.VimOpenStack:
+		_, err = vim.OpenStackAuth(project, cred)
+	case store.VimKubernetes:
+		_, err = vim.KubernetesAuthKind(cred)
+	}
+	var ve *vim.Error
+	if errors.As(err, &ve) {
+		return errorf(KindInvalid, "%s", ve.Detail)
+	}
+	return err
+}
+
+// verifyCred is what verification and vimConnectionInfo use: auth_cred plus,
+// for Kubernetes VIMs registered by the CLI (which sends no cert_verify),
+// extra.cert_verify.
+func verifyCred(cred, extra map[string]any) map[string]any {
+	out := maps.Clone(cred)
+	if _, ok := out["cert_verify"]; !ok {
+		if v, ok := extra["cert_verify"]; ok {
+			out["cert_verify"] = v
+		}
+	}
+	return out
+}
+
+// verifyVim runs the registration check and returns the status and placement.
+func (s *Service) verifyVim(ctx context.Context, name, typ, authURL string, project, cred, extra map[string]any, skip bool) (string, map[string]any, error) {
+	regions := []string{}
+	if skip {
+		if ns := vim.Str(project, "name"); typ == store.VimKubernetes && ns != "" {
+			regions = append(regions, ns)
+		}
+		return VimStatusUnverified, map[string]any{"regions": regions}, nil
+	}
+	plain := verifyCred(cred, extra)
+	res, err := vim.Verify(ctx, vim.Target{Type: typ, AuthURL: authURL, Project: project, Cred: plain})
+	var ve *vim.Error
+	if errors.As(err, &ve) {
+		detail := secrets.Scrub(ve.Detail, secrets.Values(map[string]any{"auth_cred": credSecrets(plain)}))
+		s.log.Info("vim verification failed", "vim", name, "authUrl", authURL, "reason", detail)
+		return "", nil, errorf(KindInvalid, "VIM %q failed verification: %s (to register it without this check, set \"verify\": false in vim.extra or add ?verify=false)", name, detail)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	regions = append(regions, res.Regions...)
+	return VimStatusActive, map[string]any{"regions": regions}, nil
+}
+
+// credSecrets keeps the values of auth_cred that are not public, under a
+// secret-looking key each, for secrets.Values.
+func credSecrets(cred map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range cred {
+		if !IsPublicCredKey(k) {
+			out["secret_"+k] = v
+		}
+	}
+	return out
+}
+
+// sealCred seals every auth_cred value whose key is not public.
+func (s *Service) sealCred(cred map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(cred))
+	for k, v := range cred {
+		if IsPublicCredKey(k) || v == nil {
+			out[k] = v
+			continue
+		}
+		if str, ok := v.(string); ok && secrets.IsSealed(str) {
+			out[k] = str
+			continue
+		}
+		sealed, err := s.box.SealValue(v)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = sealed
+	}
+	return out, nil
+}
+
+// openCred reverses sealCred.
+func (s *Service) openCred(cred map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(cred))
+	for k, v := range cred {
+		str, ok := v.(string)
+		if !ok || !secrets.IsSealed(str) {
+			out[k] = v
+			continue
+		}
+		plain, err := s.box.OpenValue(str)
+		if err != nil {
+			return nil, fmt.Errorf("vim credentials: %w", err)
+		}
+		out[k] = plain
+	}
+	return out, nil
+}
+
+func (s *Service) sealExtra(extra map[string]any) map[string]any {
+	if extra == nil {
+		return map[string]any{}
+	}
+	v, _ := s.box.SealDoc(extra).(map[string]any)
+	return v
+}
+
+// RegisterVim registers a VIM from the member of a {"vim": {...}} body
+// (Tacker's shape). Unless verify is false or vim.extra.verify is false, the
+// credentials are checked against the VIM first.
+func (s *Service) RegisterVim(ctx context.Context, raw []byte, verify bool) (*store.Vim, error) {
+	r, err := decodeVim(raw, vimCreateKeys)
+	if err != nil {
+		return nil, err
+	}
+	v := &store.Vim{ID: uuid.NewString()}
+	if v.Name, err = r.str("name", 255); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(v.Name) == "" {
+		return nil, errorf(KindInvalid, "vim.name is required")
+	}
+	if v.Description, err = r.str("description", 1024); err != nil {
+		return nil, err
+	}
+	if v.TenantID, err = r.str("tenant_id", 255); err != nil {
+		return nil, err
+	}
+	if v.Type, err = r.str("type", 32); err != nil {
+		return nil, err
+	}
+	if v.Type == "" {
+		v.Type = store.VimOpenStack // Tacker's default
+	}
+	if v.Type != store.VimOpenStack && v.Type != store.VimKubernetes {
+		return nil, errorf(KindInvalid, "vim.type %q is not supported; use openstack or kubernetes", v.Type)
+	}
+	if v.AuthURL, err = r.str("auth_url", 2048); err != nil {
+		return nil, err
+	}
+	if err := checkAuthURL(v.AuthURL); err != nil {
+		return nil, err
+	}
+	if v.VimProject, err = r.obj("vim_project"); err != nil {
+		return nil, err
+	}
+	if v.VimProject == nil {
+		v.VimProject = map[string]any{}
+	}
+	cred, err := r.obj("auth_cred")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkAccess(v.Type, v.VimProject, cred); err != nil {
+		return nil, err
+	}
+	if v.IsDefault, err = r.boolean("is_default"); err != nil {
+		return nil, err
+	}
+	if v.Shared, err = r.boolean("shared"); err != nil {
+		return nil, err
+	}
+	extra, err := r.obj("extra")
+	if err != nil {
+		return nil, err
+	}
+	extra = maps.Clone(extra)
+	skip, err := takeVerify(extra)
+	if err != nil {
+		return nil, err
+	}
+	if v.Status, v.PlacementAttr, err = s.verifyVim(ctx, v.Name, v.Type, v.AuthURL, v.VimProject, cred, extra, skip || !verify); err != nil {
+		return nil, err
+	}
+	return s.createVim(ctx, v, cred, extra)
+}
+
+func (s *Service) createVim(ctx context.Context, v *store.Vim, cred, extra map[string]any) (*store.Vim, error) {
+	sealed, err := s.sealCred(cred)
+	if err != nil {
+		return nil, err
+	}
+	v.Extra = s.sealExtra(extra)
+	v.Auth = store.VimAuth{AuthURL: v.AuthURL, VimProject: v.VimProject, AuthCred: sealed, KeyID: s.box.KeyID()}
+	out, err := s.st.CreateVim(ctx, v)
+	if err != nil {
+		return nil, fromStore(err, "")
+	}
+	s.log.Info("vim registered", "vimId", out.ID, "name", out.Name, "type", out.Type, "authUrl", out.AuthURL, "status", out.Status, "default", out.IsDefault)
+	return out, nil
+}
+
+// GetVim reads a VIM (credentials sealed).
+func (s *Service) GetVim(ctx context.Context, id string) (*store.Vim, error) {
+	v, err := s.st.GetVim(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFoundVim(id)
+	}
+	return v, err
+}
+
+// ListVims lists VIMs (credentials sealed).
+func (s *Service) ListVims(ctx context.Context, f store.VimFilter) ([]*store.Vim, error) {
+	return s.st.ListVims(ctx, f)
+}
+
+// UpdateVim applies a `vim set` ({"vim": {...}} member): name, description,
+// is_default, vim_project, auth_cred and extra may change; auth_url and type
+// may only be repeated. A new auth_cred replaces the stored one, except that
+// values given as "" or as the mask "******" keep the stored value (a shown
+// VIM can be sent back). Changed access data is verified as on registration.
+func (s *Service) UpdateVim(ctx context.Context, id string, raw []byte, verify bool) (*store.Vim, error) {
+	r, err := decodeVim(raw, vimUpdateKeys)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := s.GetVim(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	next := *cur
+	if r.has("name") {
+		if next.Name, err = r.str("name", 255); err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(next.Name) == "" {
+			return nil, errorf(KindInvalid, "vim.name must not be empty")
+		}
+	}
+	if r.has("description") {
+		if next.Description, err = r.str("description", 1024); err != nil {
+			return nil, err
+		}
+	}
+	if r.has("tenant_id") {
+		if next.TenantID, err = r.str("tenant_id", 255); err != nil {
+			return nil, err
+		}
+	}
+	if r.has("auth_url") {
+		u, err := r.str("auth_url", 2048)
+		if err != nil {
+			return nil, err
+		}
+		if u != cur.AuthURL {
+			return nil, errorf(KindInvalid, "vim.auth_url cannot change (it is %s); register a new VIM for another endpoint", cur.AuthURL)
+		}
+	}
+	if r.has("type") {
+		t, err := r.str("type", 32)
+		if err != nil {
+			return nil, err
+		}
+		if t != cur.Type {
+			return nil, errorf(KindInvalid, "vim.type cannot change (VIM %s is a %s VIM)", cur.Name, cur.Type)
+		}
+	}
+	if r.has("is_default") {
+		if next.IsDefault, err = r.boolean("is_default"); err != nil {
+			return nil, err
+		}
+	}
+	if r.has("shared") {
+		if next.Shared, err = r.boolean("shared"); err != nil {
+			return nil, err
+		}
+	}
+	extra, err := s.openExtra(cur.Extra)
+	if err != nil {
+		return nil, err
+	}
+	skip := false
+	if r.has("extra") {
+		if extra, err = r.obj("extra"); err != nil {
+			return nil, err
+		}
+		extra = maps.Clone(extra)
+		if skip, err = takeVerify(extra); err != nil {
+			return nil, err
+		}
+	}
+	oldCred, err := s.openCred(cur.Auth.AuthCred)
+	if err != nil {
+		return nil, err
+	}
+	cred := oldCred
+	accessChanged := false
+	if r.has("vim_project") {
+		p, err := r.obj("vim_project")
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			p = map[string]any{}
+		}
+		next.VimProject = p
+		accessChanged = true
+	}
+	if r.has("auth_cred") {
+		given, err := r.obj("auth_cred")
+		if err != nil {
+			return nil, err
+		}
+		cred = make(map[string]any, len(given))
+		for k, v := range given {
+			if str, ok := v.(string); ok && (str == "" || str == secrets.Mask) && oldCred[k] != nil {
+				v = oldCred[k]
+			}
+			cred[k] = v
+		}
+		accessChanged = true
+	}
+	if accessChanged {
+		if err := checkAccess(next.Type, next.VimProject, cred); err != nil {
+			return nil, err
+		}
+		if next.Status, next.PlacementAttr, err = s.verifyVim(ctx, next.Name, next.Type, next.AuthURL, next.VimProject, cred, extra, skip || !verify); err != nil {
+			return nil, err
+		}
+	}
+	sealed, err := s.sealCred(cred)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.st.UpdateVim(ctx, id, func(v *store.Vim) error {
+		if !v.UpdatedAt.Equal(cur.UpdatedAt) {
+			return &store.ConflictError{Reason: fmt.Sprintf("VIM %s changed while this update was verified; send the update again", id)}
+		}
+		v.Name, v.Description, v.TenantID, v.IsDefault, v.Shared = next.Name, next.Description, next.TenantID, next.IsDefault, next.Shared
+		v.Status, v.PlacementAttr, v.VimProject = next.Status, next.PlacementAttr, next.VimProject
+		v.Extra = s.sealExtra(extra)
+		v.Auth = store.VimAuth{AuthURL: v.AuthURL, VimProject: next.VimProject, AuthCred: sealed, KeyID: s.box.KeyID()}
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFoundVim(id)
+	}
+	if err != nil {
+		return nil, fromStore(err, "")
+	}
+	s.log.Info("vim updated", "vimId", out.ID, "name", out.Name, "status", out.Status, "default", out.IsDefault, "accessChanged", accessChanged)
+	return out, nil
+}
+
+func (s *Service) openExtra(extra map[string]any) (map[string]any, error) {
+	v, err := s.box.OpenDoc(extra)
+	if err != nil {
+		return nil, fmt.Errorf("vim extra: %w", err)
+	}
+	m, _ := v.(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+// DeleteVim deletes a VIM; 409 while a VNF instance or an unfinished
+// operation refers to it by vimId.
+func (s *Service) DeleteVim(ctx context.Context, id string) error {
+	if err := s.st.DeleteVim(ctx, id); err != nil {
+		return fromStore(err, notFoundVim(id).Detail)
+	}
+	s.log.Info("vim deleted", "vimId", id)
+	return nil
+}
+
+// KubernetesVim is a cluster a management driver built and registers.
+type KubernetesVim struct {
+	Name        string // unique; Tacker's default is kubernetes_vim_<vnfInstanceId>
+	Description string
+	AuthURL     string // API server URL, https://<vip>:6443
+	BearerToken string
+	SSLCACert   string // PEM; empty means the system roots (or set Insecure)
+	Insecure    bool   // skip TLS verification (cert_verify False)
+	Namespace   string // vim_project.name; "" for none
+	Extra       map[string]any
+	// Verify checks the token against the API server before registering.
+	Verify bool
+}
+
+// RegisterKubernetesVim registers (or, by name, updates) a Kubernetes VIM for
+// a management driver. It is idempotent: registering the same name and
+// auth_url again updates the credentials and returns the same VIM; a VIM of
+// that name with another type or auth_url is a conflict.
+func (s *Service) RegisterKubernetesVim(ctx context.Context, k KubernetesVim) (*store.Vim, error) {
+	if strings.TrimSpace(k.Name) == "" {
+		return nil, errorf(KindInvalid, "kubernetes vim: name is required")
+	}
+	if err := checkAuthURL(k.AuthURL); err != nil {
+		return nil, err
+	}
+	if k.BearerToken == "" {
+		return nil, errorf(KindInvalid, "kubernetes vim %s: bearer token is required", k.Name)
+	}
+	cred := map[string]any{"bearer_token": k.BearerToken}
+	if k.SSLCACert != "" {
+		cred["ssl_ca_cert"] = k.SSLCACert
+	}
+	if k.Insecure {
+		cred["cert_verify"] = "False"
+	}
+	project := map[string]any{"name": k.Namespace}
+	body := map[string]any{"name": k.Name, "description": k.Description, "type": store.VimKubernetes, "auth_url": k.AuthURL,
+		"vim_project": project, "auth_cred": cred, "extra": k.Extra}
+	for attempt := 0; attempt < 3; attempt++ {
+		cur, err := s.st.GetVimByName(ctx, k.Name)
+		if errors.Is(err, store.ErrNotFound) {
+			raw, _ := json.Marshal(body)
+			v, err := s.RegisterVim(ctx, raw, k.Verify)
+			var ce *store.ConflictError
+			if errors.As(err, &ce) && attempt < 2 {
+				continue // registered concurrently: update it instead
+			}
+			return v, err
+		}
+		if err != nil {
+			return nil, err
+		}
+		if cur.Type != store.VimKubernetes || cur.AuthURL != k.AuthURL {
+			return nil, errorf(KindConflict, "a VIM named %q already exists for %s (%s); choose another vim_name", k.Name, cur.AuthURL, cur.Type)
+		}
+		upd := map[string]any{"description": k.Description, "vim_project": project, "auth_cred": cred}
+		if k.Extra != nil {
+			upd["extra"] = k.Extra
+		}
+		raw, _ := json.Marshal(upd)
+		v, err := s.UpdateVim(ctx, cur.ID, raw, k.Verify)
+		var le *Error
+		if errors.As(err, &le) && le.Kind == KindConflict && strings.Contains(le.Detail, "changed while") && attempt < 2 {
+			continue
+		}
+		return v, err
+	}
+	return nil, errorf(KindConflict, "kubernetes vim %s: concurrent updates, try again", k.Name)
+}
+
+// RemoveKubernetesVim deletes the VIM of that name, if any. References from
+// the owner instance (the one whose driver registered it) do not block the
+// deletion; references from other instances do (409).
+func (s *Service) RemoveKubernetesVim(ctx context.Context, name, ownerInstanceID string) error {
+	v, err := s.st.GetVimByName(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var except []string
+	if ownerInstanceID != "" {
+		except = append(except, ownerInstanceID)
+	}
+	if err := s.st.DeleteVim(ctx, v.ID, except...); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fromStore(err, "")
+	}
+	s.log.Info("vim removed", "vimId", v.ID, "name", name)
+	return nil
+}
+
+// RotateVimKeys re-seals the credentials (and sealed extra values) of every
+// VIM that a key other than the current one sealed, and returns how many it
+// changed. Afterwards no VIM needs an old key.
+func (s *Service) RotateVimKeys(ctx context.Context) (int, error) {
+	all, err := s.st.ListVims(ctx, store.VimFilter{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, v := range all {
+		changed := false
+		_, err := s.st.UpdateVim(ctx, v.ID, func(v *store.Vim) error {
+			cred, c1, err := s.box.ResealDoc(v.Auth.AuthCred)
+			if err != nil {
+				return fmt.Errorf("vim %s credentials: %w", v.ID, err)
+			}
+			extra, c2, err := s.box.ResealDoc(v.Extra)
+			if err != nil {
+				return fmt.Errorf("vim %s extra: %w", v.ID, err)
+			}
+			changed = c1 || c2 || v.Auth.KeyID != s.box.KeyID()
+			v.Auth.AuthCred, _ = cred.(map[string]any)
+			v.Extra, _ = extra.(map[string]any)
+			v.Auth.KeyID = s.box.KeyID()
+			return nil
+		})
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if changed {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// resolveVims completes the vimConnectionInfo of an instantiate request:
+//   - an entry with vimId gets vimType, interfaceInfo and accessInfo from the
+//     registered VIM and its decrypted credentials (accessInfo, interfaceInfo
+//     and extra given in the entry are layered on top, e.g. a region);
+//   - an entry with inline accessInfo passes through;
+//   - an entry with neither uses the default VIM if its type matches;
+//   - an empty request gets the default VIM (none: nil, no error).
+//
+// vimType names are normalized (NormalizeVimType). The result holds
+// plaintext secrets: the engine seals them before storage, the API masks them.
+func (s *Service) resolveVims(ctx context.Context, req []model.VimConnectionInfo) ([]model.VimConnectionInfo, error) {
+	var def *store.Vim
+	defaultVim := func() (*store.Vim, error) {
+		if def != nil {
+			return def, nil
+		}
+		v, err := s.st.DefaultVim(ctx)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		def = v
+		return v, err
+	}
+	if len(req) == 0 {
+		v, err := defaultVim()
+		if v == nil || err != nil {
+			return nil, err
+		}
+		c, err := s.vimConnection(v, model.VimConnectionInfo{}, -1)
+		if err != nil {
+			return nil, err
+		}
+		return []model.VimConnectionInfo{c}, nil
+	}
+	out := make([]model.VimConnectionInfo, 0, len(req))
+	for i, c := range req {
+		switch {
+		case c.VimID != "":
+			v, err := s.st.GetVim(ctx, c.VimID)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, errorf(KindInvalid, "vimConnectionInfo[%d].vimId %s is not a registered VIM; register it with POST /v1.0/vims (openstack vim register) or pick one from GET /v1.0/vims", i, c.VimID)
+			}
+			if err != nil {
+				return nil, err
+			}
+			rc, err := s.vimConnection(v, c, i)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, rc)
+		case len(c.AccessInfo) > 0:
+			c.VimType = NormalizeVimType(c.VimType)
+			out = append(out, c)
+		default:
+			v, err := defaultVim()
+			if err != nil {
+				return nil, err
+			}
+			if v != nil && (c.VimType == "" || NormalizeVimType(c.VimType) == vimTypeOf(v)) {
+				rc, err := s.vimConnection(v, c, i)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, rc)
+				continue
+			}
+			c.VimType = NormalizeVimType(c.VimType)
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// vimConnection builds the vimConnectionInfo of a registered VIM, layering
+// what the request entry gives on top.
+func (s *Service) vimConnection(v *store.Vim, c model.VimConnectionInfo, i int) (model.VimConnectionInfo, error) {
+	typ := vimTypeOf(v)
+	if c.VimType != "" && NormalizeVimType(c.VimType) != typ {
+		return c, errorf(KindInvalid, "vimConnectionInfo[%d].vimType %q does not match VIM %s (%s), which is a %s VIM (vimType %s)", i, c.VimType, v.Name, v.ID, v.Type, typ)
+	}
+	cred, err := s.openCred(v.Auth.AuthCred)
+	if err != nil {
+		return c, fmt.Errorf("vim %s (%s): %w", v.Name, v.ID, err)
+	}
+	extra, err := s.openExtra(v.Extra)
+	if err != nil {
+		return c, err
+	}
+	cred = verifyCred(cred, extra)
+	iface := map[string]any{"endpoint": v.Auth.AuthURL}
+	if ca := vim.Str(cred, "ssl_ca_cert"); ca != "" {
+		iface["ssl_ca_cert"] = ca
+	}
+	if cv, ok := cred["cert_verify"]; ok {
+		if b, err := vim.Bool(cv); err == nil && !b {
+			iface["skipCertificateVerification"] = true
+		}
+	}
+	access := map[string]any{}
+	var vcExtra map[string]any
+	switch v.Type {
+	case store.VimOpenStack:
+		k, err := vim.OpenStackAuth(v.Auth.VimProject, cred)
+		if err != nil {
+			return c, fmt.Errorf("vim %s (%s): stored credentials: %w", v.Name, v.ID, err)
+		}
+		set := func(key, val string) {
+			if val != "" {
+				access[key] = val
+			}
+		}
+		set("username", k.Username)
+		set("userId", k.UserID)
+		set("password", k.Password)
+		set("userDomain", k.UserDomainName)
+		set("userDomainId", k.UserDomainID)
+		set("project", k.ProjectName)
+		set("projectId", k.ProjectID)
+		set("projectDomain", k.ProjectDomainName)
+		set("projectDomainId", k.ProjectDomainID)
+		if regions, _ := v.PlacementAttr["regions"].([]any); len(regions) == 1 {
+			if r, ok := regions[0].(string); ok {
+				access["region"] = r
+			}
+		}
+	case store.VimKubernetes:
+		for key, val := range cred {
+			switch key {
+			case "ssl_ca_cert", "cert_verify", "auth_url", "project_name", "project_id":
+			default:
+				access[key] = val
+			}
+		}
+		if ns := vim.Str(v.Auth.VimProject, "name"); ns != "" {
+			vcExtra = map[string]any{"namespace": ns}
+		}
+	}
+	out := model.VimConnectionInfo{ID: c.ID, VimID: v.ID, VimType: typ, InterfaceInfo: iface, AccessInfo: access, Extra: vcExtra}
+	if out.ID == "" {
+		out.ID = v.ID
+	}
+	for _, layer := range []struct {
+		dst *map[string]any
+		src map[string]any
+	}{{&out.InterfaceInfo, c.InterfaceInfo}, {&out.AccessInfo, c.AccessInfo}, {&out.Extra, c.Extra}} {
+		if len(layer.src) == 0 {
+			continue
+		}
+		if *layer.dst == nil {
+			*layer.dst = map[string]any{}
+		}
+		maps.Copy(*layer.dst, layer.src)
+	}
+	return out, nil
+}

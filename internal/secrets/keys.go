@@ -1,0 +1,178 @@
+package secrets
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Key rotation. A Box holds the current key, which seals every new value,
+// and any number of old keys, which only open. Each key has an id derived
+// from the key itself (KeyID), written into every sealed value, so a value
+// always names the key it needs. To rotate: make the new key current, list
+// the previous one as old, re-seal what is stored (Reseal, ResealDoc), then
+// drop the old key once nothing names it any more.
+
+// Box seals with its current AES-256-GCM key and opens with any of its keys.
+type Box struct {
+	cur  *boxKey
+	old  []*boxKey
+	byID map[string]*boxKey
+}
+
+type boxKey struct {
+	id   string
+	aead cipher.AEAD
+}
+
+func newBoxKey(key []byte) (*boxKey, error) {
+	if len(key) != 32 {
+		return nil, ErrKey
+	}
+	blk, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	aead, err := cipher.NewGCM(blk)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	return &boxKey{id: KeyID(key), aead: aead}, nil
+}
+
+// KeyID names a key: the first 8 bytes of a SHA-256 over a fixed label and
+// the key, hex encoded. It identifies the key without revealing anything
+// useful about it, and needs no configuration.
+func KeyID(key []byte) string {
+	h := sha256.New()
+	h.Write([]byte("mini-vnfm secrets key id\x00"))
+	h.Write(key)
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// KeyID is the id of the current key, the one Seal uses.
+func (b *Box) KeyID() string { return b.cur.id }
+
+// KeyIDs lists the ids of all keys the box opens with, the current one first.
+func (b *Box) KeyIDs() []string {
+	out := []string{b.cur.id}
+	for _, k := range b.old {
+		out = append(out, k.id)
+	}
+	return out
+}
+
+// SealedKeyID returns the id of the key named by a sealed value, or "" for
+// values of the v1 format (no id: sealed before key ids existed) and for
+// values that are not sealed.
+func SealedKeyID(s string) string {
+	if !strings.HasPrefix(s, sealedPrefixV2) {
+		return ""
+	}
+	id, _, ok := strings.Cut(strings.TrimPrefix(s, sealedPrefixV2), ":")
+	if !ok {
+		return ""
+	}
+	return id
+}
+
+// Current reports whether s is sealed in the current format with the current key.
+func (b *Box) Current(s string) bool { return SealedKeyID(s) == b.cur.id }
+
+// Reseal re-encrypts a sealed value with the current key. It returns the
+// value unchanged (and false) when it already is sealed with the current key
+// or is not sealed at all.
+func (b *Box) Reseal(s string) (string, bool, error) {
+	if !IsSealed(s) || b.Current(s) {
+		return s, false, nil
+	}
+	plain, err := b.Open(s)
+	if err != nil {
+		return s, false, err
+	}
+	return b.Seal(plain), true, nil
+}
+
+// ResealDoc re-seals every sealed string anywhere in a decoded JSON document
+// with the current key, and reports whether anything changed.
+func (b *Box) ResealDoc(v any) (any, bool, error) {
+	changed := false
+	var firstErr error
+	var rec func(any) any
+	rec = func(v any) any {
+		switch t := v.(type) {
+		case map[string]any:
+			out := make(map[string]any, len(t))
+			for k, val := range t {
+				out[k] = rec(val)
+			}
+			return out
+		case []any:
+			out := make([]any, len(t))
+			for i, val := range t {
+				out[i] = rec(val)
+			}
+			return out
+		case string:
+			s, ch, err := b.Reseal(t)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			changed = changed || ch
+			return s
+		}
+		return v
+	}
+	out := rec(v)
+	return out, changed, firstErr
+}
+
+// SealValue seals the JSON encoding of any value (OpenValue reverses it).
+// Callers that decide themselves which values are secret use it instead of
+// SealDoc, which goes by key names.
+func (b *Box) SealValue(v any) (string, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("secrets: %w", err)
+	}
+	return b.Seal(raw), nil
+}
+
+// OpenValue opens a value sealed by SealValue (or SealDoc).
+func (b *Box) OpenValue(s string) (any, error) {
+	raw, err := b.Open(s)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("secrets: sealed value is not JSON: %w", err)
+	}
+	return v, nil
+}
+
+// ParseKeys decodes a list of base64 keys separated by commas, white space or
+// new lines; lines starting with # are comments. It is the format of
+// VNFM_SECRET_KEYS_OLD and of the lines of a key file.
+func ParseKeys(s string) ([][]byte, error) {
+	var out [][]byte
+	for _, line := range strings.Split(s, "\n") {
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		for _, f := range strings.FieldsFunc(line, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\r' }) {
+			k, err := ParseKey(f)
+			if err != nil {
+				return nil, fmt.Errorf("key %d: %w", len(out)+1, err)
+			}
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}

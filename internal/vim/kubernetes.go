@@ -1,0 +1,159 @@
+package vim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// KubernetesAuthKind names how a Kubernetes VIM authenticates.
+func KubernetesAuthKind(cred map[string]any) (string, error) {
+	switch {
+	case Str(cred, "oidc_token_url") != "":
+		if Str(cred, "username") == "" || Str(cred, "password") == "" || Str(cred, "client_id") == "" {
+			return "", failf(nil, "auth_cred.oidc_token_url needs username, password and client_id (client_secret for confidential clients)")
+		}
+		return "oidc", nil
+	case Str(cred, "bearer_token") != "":
+		return "bearer_token", nil
+	case Str(cred, "username") != "" && Str(cred, "password") != "":
+		return "basic", nil
+	}
+	return "", failf(nil, "auth_cred of a Kubernetes VIM needs bearer_token, username and password, or oidc_token_url with username, password and client_id")
+}
+
+func verifyKubernetes(ctx context.Context, t Target, client *http.Client, timeout time.Duration) (*Result, error) {
+	kind, err := KubernetesAuthKind(t.Cred)
+	if err != nil {
+		return nil, err
+	}
+	authorize := func(r *http.Request) {}
+	what := "the bearer token"
+	switch kind {
+	case "bearer_token":
+		tok := Str(t.Cred, "bearer_token")
+		authorize = func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+	case "basic":
+		what = fmt.Sprintf("the password of user %q", Str(t.Cred, "username"))
+		authorize = func(r *http.Request) { r.SetBasicAuth(Str(t.Cred, "username"), Str(t.Cred, "password")) }
+	case "oidc":
+		tok, err := oidcToken(ctx, t.Cred, timeout)
+		if err != nil {
+			return nil, err
+		}
+		what = fmt.Sprintf("the OIDC token of user %q", Str(t.Cred, "username"))
+		authorize = func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+	}
+	base := strings.TrimRight(t.AuthURL, "/")
+	get := func(path string) (*http.Response, []byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("User-Agent", "mini-vnfm")
+		authorize(req)
+		res, err := client.Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 4<<20))
+		return res, b, nil
+	}
+	res, body, err := get("/api")
+	if err != nil {
+		return nil, reachError("the Kubernetes API", t.AuthURL, timeout, err)
+	}
+	switch res.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized:
+		return nil, failf(nil, "the Kubernetes API at %s rejected %s (%s)", t.AuthURL, what, statusText(res.StatusCode))
+	case http.StatusForbidden:
+		return nil, failf(nil, "the Kubernetes API at %s accepted %s but refused GET /api (%s); the account needs the system:discovery role", t.AuthURL, what, statusText(res.StatusCode))
+	default:
+		return nil, failf(nil, "the Kubernetes API at %s answered GET /api with %s; is auth_url the API server URL (https://host:6443)?", t.AuthURL, statusText(res.StatusCode))
+	}
+	var versions struct {
+		Kind     string   `json:"kind"`
+		Versions []string `json:"versions"`
+	}
+	if json.Unmarshal(body, &versions) != nil || versions.Kind != "APIVersions" {
+		return nil, failf(nil, "%s does not look like a Kubernetes API server: GET /api did not return APIVersions", t.AuthURL)
+	}
+	out := &Result{}
+	// Namespaces are the placement regions; listing them may be forbidden, which is fine.
+	if res, body, err := get("/api/v1/namespaces"); err == nil && res.StatusCode == http.StatusOK {
+		var list struct {
+			Items []struct {
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+			} `json:"items"`
+		}
+		if json.Unmarshal(body, &list) == nil {
+			for _, it := range list.Items {
+				out.Regions = append(out.Regions, it.Metadata.Name)
+			}
+		}
+	}
+	if ns := Str(t.Project, "name"); len(out.Regions) == 0 && ns != "" {
+		out.Regions = []string{ns}
+	}
+	out.Regions = uniqSorted(out.Regions)
+	return out, nil
+}
+
+// oidcToken gets an ID token by the resource owner password grant.
+func oidcToken(ctx context.Context, cred map[string]any, timeout time.Duration) (string, error) {
+	tokenURL := Str(cred, "oidc_token_url")
+	if u, err := url.Parse(tokenURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", failf(err, "auth_cred.oidc_token_url %q is not an http(s) URL", tokenURL)
+	}
+	cfg, err := tlsConfig(cred, true)
+	if err != nil {
+		return "", err
+	}
+	client := &http.Client{Timeout: timeout, Transport: transport(cfg)}
+	form := url.Values{"grant_type": {"password"}, "scope": {"openid"}, "client_id": {Str(cred, "client_id")},
+		"username": {Str(cred, "username")}, "password": {Str(cred, "password")}}
+	if s := Str(cred, "client_secret"); s != "" {
+		form.Set("client_secret", s)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", failf(err, "auth_cred.oidc_token_url %q: %v", tokenURL, err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	res, err := client.Do(req)
+	if err != nil {
+		return "", reachError("the OIDC provider", tokenURL, timeout, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	var tok struct {
+		IDToken          string `json:"id_token"`
+		Error            string `json:"error"`
+		ErrorDescription string `json:"error_description"`
+	}
+	_ = json.Unmarshal(body, &tok)
+	if res.StatusCode != http.StatusOK || tok.IDToken == "" {
+		why := statusText(res.StatusCode)
+		if tok.Error != "" {
+			why += ": " + tok.Error
+			if tok.ErrorDescription != "" {
+				why += " (" + tok.ErrorDescription + ")"
+			}
+		} else if res.StatusCode == http.StatusOK {
+			why += " without an id_token"
+		}
+		return "", failf(nil, "the OIDC provider at %s rejected the credentials of user %q for client %q (%s)", host(tokenURL), Str(cred, "username"), Str(cred, "client_id"), why)
+	}
+	return tok.IDToken, nil
+}

@@ -1,0 +1,209 @@
+// Package vim checks a VIM's access data before the VNFM stores it: an
+// OpenStack VIM by a Keystone v3 password token request (gophercloud), a
+// Kubernetes VIM by an authenticated call to its API server. Failures are
+// *Error values whose Detail says, for a person, what went wrong: rejected
+// credentials, an unreachable endpoint, an untrusted certificate.
+//
+// The input is Tacker's VIM shape (auth_url, vim_project, auth_cred, extra)
+// with plaintext credentials; this package never logs or stores them.
+package vim
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Types of VIM.
+const (
+	TypeOpenStack  = "openstack"
+	TypeKubernetes = "kubernetes"
+)
+
+// DefaultTimeout bounds a whole verification (all requests together).
+const DefaultTimeout = 15 * time.Second
+
+// Target is the VIM to verify.
+type Target struct {
+	Type    string         // TypeOpenStack or TypeKubernetes
+	AuthURL string         // Keystone URL (…/v3) or Kubernetes API server URL
+	Project map[string]any // vim_project: name/id, project_domain_name/_id (OpenStack) or name = namespace
+	Cred    map[string]any // auth_cred, plaintext
+	// Timeout bounds the verification; 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Result is what a successful verification learnt about the VIM.
+type Result struct {
+	// Regions are the OpenStack regions of the token's catalog, or the
+	// Kubernetes namespaces the credentials may list (Tacker's
+	// placement_attr.regions).
+	Regions []string
+}
+
+// Error is a verification failure with a Detail written for the user.
+type Error struct {
+	Detail string
+	Err    error
+}
+
+func (e *Error) Error() string { return e.Detail }
+func (e *Error) Unwrap() error { return e.Err }
+
+func failf(err error, format string, a ...any) *Error {
+	return &Error{Detail: fmt.Sprintf(format, a...), Err: err}
+}
+
+// Verify checks that the VIM accepts the credentials.
+func Verify(ctx context.Context, t Target) (*Result, error) {
+	u, err := url.Parse(t.AuthURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, failf(err, "auth_url %q is not an http(s) URL with a host", t.AuthURL)
+	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tlsCfg, err := tlsConfig(t.Cred, false)
+	if err != nil {
+		return nil, err
+	}
+	client := &http.Client{Timeout: timeout, Transport: transport(tlsCfg),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	switch t.Type {
+	case TypeOpenStack:
+		return verifyOpenStack(ctx, t, client, timeout)
+	case TypeKubernetes:
+		return verifyKubernetes(ctx, t, client, timeout)
+	}
+	return nil, failf(nil, "VIM type %q is not supported; use openstack or kubernetes", t.Type)
+}
+
+func transport(cfg *tls.Config) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = cfg
+	return tr
+}
+
+// tlsConfig builds the client TLS settings from auth_cred: ssl_ca_cert (PEM)
+// trusts that CA (with withSystem, in addition to the system roots);
+// cert_verify "False" skips certificate checks (explicit only).
+func tlsConfig(cred map[string]any, withSystem bool) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if v, ok := cred["cert_verify"]; ok {
+		b, err := Bool(v)
+		if err != nil {
+			return nil, failf(err, "auth_cred.cert_verify must be True or False, not %v", v)
+		}
+		if !b {
+			cfg.InsecureSkipVerify = true // the user asked for it explicitly
+			return cfg, nil
+		}
+	}
+	pem := Str(cred, "ssl_ca_cert")
+	if pem == "" {
+		return cfg, nil
+	}
+	var pool *x509.CertPool
+	if withSystem {
+		pool, _ = x509.SystemCertPool()
+	}
+	if pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM([]byte(pem)) {
+		return nil, failf(nil, "auth_cred.ssl_ca_cert holds no PEM certificate (give the CA certificate text, -----BEGIN CERTIFICATE----- …)")
+	}
+	cfg.RootCAs = pool
+	return cfg, nil
+}
+
+// Str returns m[key] as a string ("" when absent, null or not a string).
+func Str(m map[string]any, key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
+// Bool reads a boolean the way Tacker's clients send them: true/false, or
+// the strings "True"/"False" (any case), "yes"/"no", "1"/"0".
+func Bool(v any) (bool, error) {
+	switch t := v.(type) {
+	case bool:
+		return t, nil
+	case string:
+		switch strings.ToLower(strings.TrimSpace(t)) {
+		case "true", "yes", "1", "on":
+			return true, nil
+		case "false", "no", "0", "off":
+			return false, nil
+		}
+	}
+	return false, fmt.Errorf("not a boolean: %v", v)
+}
+
+// reachError explains a transport error: what could not be reached and why.
+func reachError(what, target string, timeout time.Duration, err error) *Error {
+	var (
+		unknownCA x509.UnknownAuthorityError
+		hostErr   x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		record    tls.RecordHeaderError
+		dnsErr    *net.DNSError
+		netErr    net.Error
+	)
+	why := ""
+	switch {
+	case errors.As(err, &unknownCA):
+		return failf(err, "cannot trust %s at %s: its TLS certificate is not signed by a CA the VNFM trusts; give the CA certificate as ssl_ca_cert (PEM), or set cert_verify to False to skip the check", what, target)
+	case errors.As(err, &hostErr):
+		return failf(err, "cannot trust %s at %s: its TLS certificate is not valid for %s (%v)", what, target, hostErr.Host, hostErr)
+	case errors.As(err, &invalid):
+		return failf(err, "cannot trust %s at %s: its TLS certificate is invalid (%v)", what, target, invalid)
+	case errors.As(err, &record), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return failf(err, "cannot reach %s at %s: it does not speak TLS on that port (use http:// or the HTTPS port)", what, target)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = "connection refused"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		why = "no route to host"
+	case errors.Is(err, syscall.ECONNRESET):
+		why = "connection reset by peer"
+	case errors.As(err, &dnsErr):
+		why = fmt.Sprintf("cannot resolve host name %s", dnsErr.Name)
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		why = fmt.Sprintf("no answer within %s", timeout)
+	default:
+		why = err.Error()
+	}
+	return failf(err, "cannot reach %s at %s: %s", what, target, why)
+}
+
+// host returns scheme://host[:port] of a URL, for messages.
+func host(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+func uniqSorted(in []string) []string {
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func statusText(code int) string {
+	return strconv.Itoa(code) + " " + http.StatusText(code)
+}
