@@ -124,6 +124,7 @@ func (a *API) routes() http.Handler {
 	}
 
 	a.vnfpkgmRoutes(r, h)
+	a.vimRoutes(r, h)
 	r.Group(func(r chi.Router) {
 		r.Use(a.version, a.readJSON, a.validate)
 		h.handle(r, "/vnflcm/api_versions", methods{http.MethodGet: a.apiVersions("/vnflcm")})
