@@ -69,11 +69,12 @@ type proc struct {
 }
 
 // start launches a server process on db and waits until it listens.
-func start(t *testing.T, db, key string) *proc {
+func start(t *testing.T, db, key string, env ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), serverEnv+"=1", "DATABASE_URL="+db, "VNFM_SECRET_KEY="+key,
 		"VNFM_LISTEN=127.0.0.1:0", "VNFM_LEASE=2s", "VNFM_POLL=200ms", "VNFM_LOG_LEVEL=info")
+	cmd.Env = append(cmd.Env, env...)
 	stdout, _ := cmd.StdoutPipe()
 	stdin, _ := cmd.StdinPipe()
 	p := &proc{cmd: cmd, stdin: stdin, logs: &strings.Builder{}, mu: &sync.Mutex{}}
