@@ -24,6 +24,8 @@ type Op struct {
 	Instance *model.VnfInstance
 	Vnfd     *model.Vnfd
 	Flavour  *model.Flavour
+	// Package reads the instance's VNF package (Heat templates, scripts).
+	Package Package
 	// Vim is the decrypted VIM connection the operation runs against (nil if none).
 	Vim *model.VimConnectionInfo
 	// Request is the typed request body: *model.InstantiateVnfRequest, *model.ScaleVnfRequest, ...
@@ -45,6 +47,15 @@ type Op struct {
 	// CancelRequested reports a GRACEFUL cancel: finish the current unit of work,
 	// start no new one, and return ErrCancelled. A FORCEFUL cancel cancels ctx.
 	CancelRequested func() bool
+}
+
+// Package gives drivers the files of the instance's VNF package.
+type Package interface {
+	// ReadFile returns a file of the CSAR by its path (e.g. "Scripts/install.sh").
+	ReadFile(path string) ([]byte, error)
+	// HeatTemplate returns a flavour's top Heat template (its path and
+	// content) and the nested files keyed as the template references them.
+	HeatTemplate(flavourID string) (path string, template []byte, files map[string]string, err error)
 }
 
 // Progress records per-node checkpoints of the running step in the operation
