@@ -1,0 +1,262 @@
+// Package cli drives the VNFM with the real Tacker command-line client from
+// Debian (python3-tackerclient + python3-openstackclient): the server runs as
+// a separate process (this test binary re-executed with the real server
+// wiring and the in-test drivers) on a throwaway PostgreSQL database, and
+// every step is an `openstack --os-auth-type none --os-endpoint URL ...`
+// invocation whose output and exit code are checked.
+//
+// The CLI is a test dependency (.ci/run installs it). When it is missing the
+// tests fail and say how to install it: a compatibility suite that skips
+// proves nothing.
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/config"
+	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
+	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
+	"github.com/mini-vnfm/mini-vnfm/internal/server"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
+)
+
+const serverEnv = "VNFM_CLI_TEST_SERVER"
+
+// InstallHint is what to run when the CLI is missing.
+const InstallHint = "apt-get install -y python3-tackerclient python3-openstackclient"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serverEnv) == "1" {
+		os.Exit(serve())
+	}
+	os.Exit(pgtest.Main(m, func(ctx context.Context, url string) error { return store.MigrateUp(ctx, url) }))
+}
+
+// serve runs the real server wiring with the in-test drivers until the
+// parent test closes stdin.
+func serve() int {
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+	err = server.Run(ctx, cfg, server.Options{Version: "cli-test", Infra: lcmtest.Resolver(&lcmtest.Infra{}),
+		Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Ready: func(addr string) { fmt.Printf("READY %s\n", addr) }})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// vnfm is a running server process.
+type vnfm struct {
+	base string
+	db   string
+	mu   sync.Mutex
+	logs strings.Builder
+}
+
+func (v *vnfm) Write(b []byte) (int, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.logs.Write(b)
+}
+
+func (v *vnfm) Logs() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.logs.String()
+}
+
+// startVNFM starts a server on a fresh database.
+func startVNFM(t *testing.T) *vnfm {
+	t.Helper()
+	v := &vnfm{db: pgtest.NewDB(t)}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serverEnv+"=1", "DATABASE_URL="+v.db, "VNFM_SECRET_KEY="+secrets.NewKey(),
+		"VNFM_LISTEN=127.0.0.1:0", "VNFM_POLL=200ms", "VNFM_LOG_LEVEL=info")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = v
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", v.Logs())
+		}
+	})
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if addr, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
+				ready <- addr
+			}
+		}
+	}()
+	select {
+	case addr := <-ready:
+		v.base = "http://" + addr
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server did not start:\n%s", v.Logs())
+	}
+	return v
+}
+
+var cliChecked sync.Map // path of a working openstack binary -> true
+
+// requireCLI fails the test (never skips) when the Tacker CLI is missing.
+func requireCLI(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("openstack")
+	if _, ok := cliChecked.Load(bin); ok && err == nil {
+		return bin
+	}
+	if err != nil {
+		t.Fatalf("the Tacker CLI is missing (no openstack on PATH); install it with: %s", InstallHint)
+	}
+	out, err := exec.Command(bin, "vim", "list", "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("openstack has no Tacker commands (%v: %s); install them with: %s", err, bytes.TrimSpace(out), InstallHint)
+	}
+	cliChecked.Store(bin, true)
+	return bin
+}
+
+// result of one CLI run.
+type result struct {
+	args           []string
+	code           int
+	stdout, stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("openstack %s -> exit %d\nstdout: %s\nstderr: %s", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
+}
+
+// cli runs the openstack client against a server.
+type cli struct {
+	t    *testing.T
+	bin  string
+	base string
+	dir  string
+	env  []string
+}
+
+func newCLI(t *testing.T, base string) *cli {
+	dir := t.TempDir()
+	var env []string
+	for _, kv := range os.Environ() {
+		// Stray OS_* variables change the auth path (tacker-cli.md §2.2).
+		if !strings.HasPrefix(kv, "OS_") && !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "HOME="+dir) // no clouds.yaml or cache from the user
+	return &cli{t: t, bin: requireCLI(t), base: base, dir: dir, env: env}
+}
+
+func (c *cli) run(args ...string) result {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	full := append([]string{"--os-auth-type", "none", "--os-endpoint", c.base}, args...)
+	cmd := exec.CommandContext(ctx, c.bin, full...)
+	cmd.Dir, cmd.Env = c.dir, c.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{args: args, stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatalf("openstack %s: %v", strings.Join(args, " "), err)
+	}
+	return r
+}
+
+// ok runs a command that must succeed.
+func (c *cli) ok(args ...string) result {
+	c.t.Helper()
+	r := c.run(args...)
+	if r.code != 0 {
+		c.t.Fatalf("want exit 0:\n%s", r)
+	}
+	return r
+}
+
+// fail runs a command that must exit 1 with want in its output.
+func (c *cli) fail(want string, args ...string) result {
+	c.t.Helper()
+	r := c.run(args...)
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, want) {
+		c.t.Fatalf("want exit 1 with %q:\n%s", want, r)
+	}
+	return r
+}
+
+func (c *cli) object(args ...string) map[string]any {
+	c.t.Helper()
+	r := c.ok(args...)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+		c.t.Fatalf("output is not a JSON object: %v\n%s", err, r)
+	}
+	return m
+}
+
+func (c *cli) list(args ...string) []map[string]any {
+	c.t.Helper()
+	r := c.ok(args...)
+	var l []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+		c.t.Fatalf("output is not a JSON list: %v\n%s", err, r)
+	}
+	return l
+}
+
+// file writes a file into the CLI's working directory and returns its path.
+func (c *cli) file(name, content string) string {
+	c.t.Helper()
+	p := filepath.Join(c.dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	return p
+}
