@@ -181,7 +181,7 @@ func TestVimsAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = e.expect(e.do("DELETE", "/v1.0/vims/"+id+".json", ""), http.StatusConflict)
-	if d := r.json(t)["detail"].(string); !strings.Contains(d, inst.ID) || !strings.Contains(d, "terminate them first") {
+	if d := r.json(t)["detail"].(string); !strings.Contains(d, inst.ID) || !strings.Contains(d, "terminate and delete them") {
 		t.Fatalf("delete in use: %s", d)
 	}
 	if _, err := e.st.DeleteInstance(context.Background(), inst.ID); err != nil {

@@ -458,10 +458,10 @@ func (s *Service) UpdateVim(ctx context.Context, id string, raw []byte, verify b
 			return nil, err
 		}
 	}
-	extra, err := s.openExtra(cur.Extra)
-	if err != nil {
-		return nil, err
-	}
+	// Stored secrets are opened only when the access data changes, so that a
+	// rename works even if the key that sealed them is gone.
+	accessChanged := r.has("vim_project") || r.has("auth_cred")
+	var extra map[string]any
 	skip := false
 	if r.has("extra") {
 		if extra, err = r.obj("extra"); err != nil {
@@ -471,58 +471,62 @@ func (s *Service) UpdateVim(ctx context.Context, id string, raw []byte, verify b
 		if skip, err = takeVerify(extra); err != nil {
 			return nil, err
 		}
-	}
-	oldCred, err := s.openCred(cur.Auth.AuthCred)
-	if err != nil {
-		return nil, err
-	}
-	cred := oldCred
-	accessChanged := false
-	if r.has("vim_project") {
-		p, err := r.obj("vim_project")
-		if err != nil {
+	} else if accessChanged {
+		if extra, err = s.openExtra(cur.Extra); err != nil {
 			return nil, err
 		}
-		if p == nil {
-			p = map[string]any{}
-		}
-		next.VimProject = p
-		accessChanged = true
 	}
-	if r.has("auth_cred") {
-		given, err := r.obj("auth_cred")
-		if err != nil {
-			return nil, err
-		}
-		cred = make(map[string]any, len(given))
-		for k, v := range given {
-			if str, ok := v.(string); ok && (str == "" || str == secrets.Mask) && oldCred[k] != nil {
-				v = oldCred[k]
-			}
-			cred[k] = v
-		}
-		accessChanged = true
-	}
+	auth := cur.Auth
 	if accessChanged {
+		oldCred, err := s.openCred(cur.Auth.AuthCred)
+		if err != nil {
+			return nil, err
+		}
+		cred := oldCred
+		if r.has("vim_project") {
+			p, err := r.obj("vim_project")
+			if err != nil {
+				return nil, err
+			}
+			if p == nil {
+				p = map[string]any{}
+			}
+			next.VimProject = p
+		}
+		if r.has("auth_cred") {
+			given, err := r.obj("auth_cred")
+			if err != nil {
+				return nil, err
+			}
+			cred = make(map[string]any, len(given))
+			for k, v := range given {
+				if str, ok := v.(string); ok && (str == "" || str == secrets.Mask) && oldCred[k] != nil {
+					v = oldCred[k]
+				}
+				cred[k] = v
+			}
+		}
 		if err := checkAccess(next.Type, next.VimProject, cred); err != nil {
 			return nil, err
 		}
 		if next.Status, next.PlacementAttr, err = s.verifyVim(ctx, next.Name, next.Type, next.AuthURL, next.VimProject, cred, extra, skip || !verify); err != nil {
 			return nil, err
 		}
-	}
-	sealed, err := s.sealCred(cred)
-	if err != nil {
-		return nil, err
+		sealed, err := s.sealCred(cred)
+		if err != nil {
+			return nil, err
+		}
+		auth = store.VimAuth{AuthURL: cur.AuthURL, VimProject: next.VimProject, AuthCred: sealed, KeyID: s.box.KeyID()}
 	}
 	out, err := s.st.UpdateVim(ctx, id, func(v *store.Vim) error {
 		if !v.UpdatedAt.Equal(cur.UpdatedAt) {
 			return &store.ConflictError{Reason: fmt.Sprintf("VIM %s changed while this update was verified; send the update again", id)}
 		}
 		v.Name, v.Description, v.TenantID, v.IsDefault, v.Shared = next.Name, next.Description, next.TenantID, next.IsDefault, next.Shared
-		v.Status, v.PlacementAttr, v.VimProject = next.Status, next.PlacementAttr, next.VimProject
-		v.Extra = s.sealExtra(extra)
-		v.Auth = store.VimAuth{AuthURL: v.AuthURL, VimProject: next.VimProject, AuthCred: sealed, KeyID: s.box.KeyID()}
+		v.Status, v.PlacementAttr, v.VimProject, v.Auth = next.Status, next.PlacementAttr, next.VimProject, auth
+		if r.has("extra") {
+			v.Extra = s.sealExtra(extra)
+		}
 		return nil
 	})
 	if errors.Is(err, store.ErrNotFound) {

@@ -240,7 +240,7 @@ func TestUpdateAndDeleteVim(t *testing.T) {
 	if _, err := w.st.CreateInstance(ctx, inst); err != nil {
 		t.Fatal(err)
 	}
-	wantKind(t, w.svc.DeleteVim(ctx, v.ID), KindConflict, "VNF instance(s) "+inst.ID+" use it")
+	wantKind(t, w.svc.DeleteVim(ctx, v.ID), KindConflict, "VNF instance(s) "+inst.ID+" refer to it")
 	if _, err := w.st.DeleteInstance(ctx, inst.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -384,6 +384,10 @@ func TestRotateVimKeys(t *testing.T) {
 	// A process with only the new key cannot use the VIM yet.
 	if _, err := w.service(k2).resolveVims(ctx, []model.VimConnectionInfo{{ID: "c", VimID: v.ID}}); err == nil {
 		t.Fatal("opened credentials without their key")
+	}
+	// ... but it can still rename it: the credentials stay sealed as they are.
+	if _, err := w.service(k2).UpdateVim(ctx, v.ID, []byte(`{"description":"renamed without the old key"}`), true); err != nil {
+		t.Fatalf("rename without the sealing key: %v", err)
 	}
 	rotating := w.service(k2, k1)
 	n, err := rotating.RotateVimKeys(ctx)

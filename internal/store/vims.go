@@ -319,7 +319,7 @@ func (s *Store) DeleteVim(ctx context.Context, id string, except ...string) erro
 		insts = without(insts, except)
 		var reasons []string
 		if len(insts) > 0 {
-			reasons = append(reasons, fmt.Sprintf("VNF instance(s) %s use it (vimConnectionInfo); terminate them first", strings.Join(insts, ", ")))
+			reasons = append(reasons, fmt.Sprintf("VNF instance(s) %s refer to it in vimConnectionInfo; terminate and delete them, or give them another VIM, first", strings.Join(insts, ", ")))
 		}
 		if len(ops) > 0 {
 			reasons = append(reasons, fmt.Sprintf("unfinished LCM operation(s) %s name it; let them finish or fail them first", strings.Join(ops, ", ")))
