@@ -46,7 +46,7 @@ func vimID(r *http.Request) string {
 // vimDoc renders a VIM as Tacker shows it. auth_cred keeps only public
 // values (user and domain names, cert_verify, ssl_ca_cert, …); every other
 // credential is "******".
-func (a *API) vimDoc(v *store.Vim) map[string]any {
+func vimDoc(v *store.Vim) map[string]any {
 	cred := make(map[string]any, len(v.Auth.AuthCred))
 	for k, val := range v.Auth.AuthCred {
 		s, isStr := val.(string)
@@ -72,7 +72,6 @@ func (a *API) vimDoc(v *store.Vim) map[string]any {
 		"extra":          v.Extra, // sealed values sit under secret-named keys: toDoc masks them
 		"created_at":     v.CreatedAt.UTC().Format(time.RFC3339),
 		"updated_at":     v.UpdatedAt.UTC().Format(time.RFC3339),
-		"_links":         map[string]any{"self": a.href(vimsPath + "/" + v.ID)},
 	})
 }
 
@@ -151,7 +150,7 @@ func (a *API) registerVim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", a.base+vimsPath+"/"+v.ID)
-	writeJSON(w, http.StatusCreated, map[string]any{"vim": a.vimDoc(v)})
+	writeJSON(w, http.StatusCreated, map[string]any{"vim": vimDoc(v)})
 }
 
 func (a *API) listVims(w http.ResponseWriter, r *http.Request) {
@@ -167,7 +166,7 @@ func (a *API) listVims(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]map[string]any, 0, len(vims))
 	for _, v := range vims {
-		out = append(out, selectFields(a.vimDoc(v), q["fields"]))
+		out = append(out, selectFields(vimDoc(v), q["fields"]))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"vims": out})
 }
@@ -183,7 +182,7 @@ func (a *API) showVim(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"vim": selectFields(a.vimDoc(v), q["fields"])})
+	writeJSON(w, http.StatusOK, map[string]any{"vim": selectFields(vimDoc(v), q["fields"])})
 }
 
 func (a *API) updateVim(w http.ResponseWriter, r *http.Request) {
@@ -207,7 +206,7 @@ func (a *API) updateVim(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"vim": a.vimDoc(v)})
+	writeJSON(w, http.StatusOK, map[string]any{"vim": vimDoc(v)})
 }
 
 func (a *API) deleteVim(w http.ResponseWriter, r *http.Request) {

@@ -84,10 +84,9 @@ type vimRequest struct {
 	fields map[string]any
 }
 
-var (
-	vimCreateKeys = []string{"name", "description", "type", "auth_url", "vim_project", "auth_cred", "is_default", "extra", "tenant_id", "shared"}
-	vimUpdateKeys = []string{"name", "description", "type", "auth_url", "vim_project", "auth_cred", "is_default", "extra", "tenant_id", "shared"}
-)
+// vimKeys are the attributes a register or set may carry (set accepts
+// auth_url and type only unchanged).
+var vimKeys = []string{"name", "description", "type", "auth_url", "vim_project", "auth_cred", "is_default", "extra", "tenant_id", "shared"}
 
 func decodeVim(raw []byte, allowed []string) (*vimRequest, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
@@ -228,7 +227,7 @@ func (s *Service) verifyVim(ctx context.Context, name, typ, authURL string, proj
 	res, err := vim.Verify(ctx, vim.Target{Type: typ, AuthURL: authURL, Project: project, Cred: plain})
 	var ve *vim.Error
 	if errors.As(err, &ve) {
-		detail := secrets.Scrub(ve.Detail, secrets.Values(map[string]any{"auth_cred": credSecrets(plain)}))
+		detail := secrets.Scrub(ve.Detail, credValues(plain))
 		s.log.Info("vim verification failed", "vim", name, "authUrl", authURL, "reason", detail)
 		return "", nil, errorf(KindInvalid, "VIM %q failed verification: %s (to register it without this check, set \"verify\": false in vim.extra or add ?verify=false)", name, detail)
 	}
@@ -239,13 +238,12 @@ func (s *Service) verifyVim(ctx context.Context, name, typ, authURL string, proj
 	return VimStatusActive, map[string]any{"regions": regions}, nil
 }
 
-// credSecrets keeps the values of auth_cred that are not public, under a
-// secret-looking key each, for secrets.Values.
-func credSecrets(cred map[string]any) map[string]any {
-	out := map[string]any{}
+// credValues lists the secret string values of auth_cred, for secrets.Scrub.
+func credValues(cred map[string]any) []string {
+	var out []string
 	for k, v := range cred {
-		if !IsPublicCredKey(k) {
-			out["secret_"+k] = v
+		if s, ok := v.(string); ok && !IsPublicCredKey(k) && len(s) >= 4 {
+			out = append(out, s)
 		}
 	}
 	return out
@@ -302,7 +300,7 @@ func (s *Service) sealExtra(extra map[string]any) map[string]any {
 // (Tacker's shape). Unless verify is false or vim.extra.verify is false, the
 // credentials are checked against the VIM first.
 func (s *Service) RegisterVim(ctx context.Context, raw []byte, verify bool) (*store.Vim, error) {
-	r, err := decodeVim(raw, vimCreateKeys)
+	r, err := decodeVim(raw, vimKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -403,7 +401,7 @@ func (s *Service) ListVims(ctx context.Context, f store.VimFilter) ([]*store.Vim
 // values given as "" or as the mask "******" keep the stored value (a shown
 // VIM can be sent back). Changed access data is verified as on registration.
 func (s *Service) UpdateVim(ctx context.Context, id string, raw []byte, verify bool) (*store.Vim, error) {
-	r, err := decodeVim(raw, vimUpdateKeys)
+	r, err := decodeVim(raw, vimKeys)
 	if err != nil {
 		return nil, err
 	}

@@ -95,17 +95,25 @@ func scanVim(row pgx.Row) (*Vim, error) {
 	return &v, nil
 }
 
-func jsonObject(m map[string]any) ([]byte, error) {
-	if m == nil {
-		return []byte("{}"), nil
+// vimJSON encodes the JSON columns of a VIM: vim_project, placement_attr,
+// extra, and vim_auths' vim_project and auth_cred.
+func vimJSON(v *Vim) ([5][]byte, error) {
+	var out [5][]byte
+	for i, m := range []map[string]any{v.VimProject, v.PlacementAttr, v.Extra, v.Auth.VimProject, v.Auth.AuthCred} {
+		if m == nil {
+			m = map[string]any{}
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return out, fmt.Errorf("store: vim %s: %w", v.ID, err)
+		}
+		out[i] = b
 	}
-	return json.Marshal(m)
+	return out, nil
 }
 
 // vimConflict turns unique violations into ConflictErrors naming what clashes.
-func vimConflict(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, err error, v *Vim) error {
+func (s *Store) vimConflict(ctx context.Context, err error, v *Vim) error {
 	var pg *pgconn.PgError
 	if !errors.As(err, &pg) || pg.Code != "23505" {
 		return err
@@ -115,7 +123,7 @@ func vimConflict(ctx context.Context, q interface {
 		return &ConflictError{Reason: fmt.Sprintf("a VIM named %q already exists; choose another name or update that VIM", v.Name)}
 	case "vims_one_default":
 		var id, name string
-		if e := q.QueryRow(ctx, `SELECT id::text, name FROM vims WHERE is_default`).Scan(&id, &name); e != nil {
+		if e := s.pool.QueryRow(ctx, `SELECT id::text, name FROM vims WHERE is_default`).Scan(&id, &name); e != nil {
 			return &ConflictError{Reason: "another VIM is already the default; unset it first (is_default false)"}
 		}
 		return &ConflictError{Reason: fmt.Sprintf("VIM %q (%s) is already the default; unset it first: openstack vim set --is-default False %s", name, id, id)}
@@ -128,37 +136,22 @@ func vimConflict(ctx context.Context, q interface {
 // CreateVim inserts a VIM and its VimAuth in one transaction.
 func (s *Store) CreateVim(ctx context.Context, v *Vim) (*Vim, error) {
 	var out *Vim
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		project, err := jsonObject(v.VimProject)
-		if err != nil {
-			return err
-		}
-		placement, err := jsonObject(v.PlacementAttr)
-		if err != nil {
-			return err
-		}
-		extra, err := jsonObject(v.Extra)
-		if err != nil {
-			return err
-		}
-		authProject, err := jsonObject(v.Auth.VimProject)
-		if err != nil {
-			return err
-		}
-		cred, err := jsonObject(v.Auth.AuthCred)
-		if err != nil {
-			return err
-		}
+	cols, err := vimJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	err = inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO vims (id, name, description, tenant_id, type, auth_url, vim_project,
 			placement_attr, shared, is_default, status, extra) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)`,
-			v.ID, v.Name, v.Description, v.TenantID, v.Type, v.AuthURL, project, placement, v.Shared, v.IsDefault,
-			v.Status, extra); err != nil {
-			return vimConflict(ctx, s.pool, err, v)
+			v.ID, v.Name, v.Description, v.TenantID, v.Type, v.AuthURL, cols[0], cols[1], v.Shared, v.IsDefault,
+			v.Status, cols[2]); err != nil {
+			return s.vimConflict(ctx, err, v)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO vim_auths (vim_id, auth_url, vim_project, auth_cred, key_id)
-			VALUES ($1,$2,$3,$4,$5)`, v.ID, v.Auth.AuthURL, authProject, cred, v.Auth.KeyID); err != nil {
+			VALUES ($1,$2,$3,$4,$5)`, v.ID, v.Auth.AuthURL, cols[3], cols[4], v.Auth.KeyID); err != nil {
 			return err
 		}
+		var err error
 		out, err = scanVim(tx.QueryRow(ctx, `SELECT `+vimCols+vimFrom+` WHERE v.id = $1`, v.ID))
 		return err
 	})
@@ -230,33 +223,17 @@ func (s *Store) UpdateVim(ctx context.Context, id string, change func(*Vim) erro
 		if err := change(v); err != nil {
 			return err
 		}
-		project, err := jsonObject(v.VimProject)
-		if err != nil {
-			return err
-		}
-		placement, err := jsonObject(v.PlacementAttr)
-		if err != nil {
-			return err
-		}
-		extra, err := jsonObject(v.Extra)
-		if err != nil {
-			return err
-		}
-		authProject, err := jsonObject(v.Auth.VimProject)
-		if err != nil {
-			return err
-		}
-		cred, err := jsonObject(v.Auth.AuthCred)
+		cols, err := vimJSON(v)
 		if err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE vims SET name=$2, description=$3, tenant_id=$4, auth_url=$5, vim_project=$6,
 			placement_attr=$7, shared=$8, is_default=$9, status=$10, extra=$11, updated_at=now() WHERE id=$1`,
-			v.ID, v.Name, v.Description, v.TenantID, v.AuthURL, project, placement, v.Shared, v.IsDefault, v.Status, extra); err != nil {
-			return vimConflict(ctx, s.pool, err, v)
+			v.ID, v.Name, v.Description, v.TenantID, v.AuthURL, cols[0], cols[1], v.Shared, v.IsDefault, v.Status, cols[2]); err != nil {
+			return s.vimConflict(ctx, err, v)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE vim_auths SET auth_url=$2, vim_project=$3, auth_cred=$4, key_id=$5 WHERE vim_id=$1`,
-			v.ID, v.Auth.AuthURL, authProject, cred, v.Auth.KeyID); err != nil {
+			v.ID, v.Auth.AuthURL, cols[3], cols[4], v.Auth.KeyID); err != nil {
 			return err
 		}
 		out, err = scanVim(tx.QueryRow(ctx, `SELECT `+vimCols+vimFrom+` WHERE v.id = $1`, v.ID))
