@@ -229,7 +229,11 @@ func (s *Service) verifyVim(ctx context.Context, name, typ, authURL string, proj
 	if errors.As(err, &ve) {
 		detail := secrets.Scrub(ve.Detail, credValues(plain))
 		s.log.Info("vim verification failed", "vim", name, "authUrl", authURL, "reason", detail)
-		return "", nil, errorf(KindInvalid, "VIM %q failed verification: %s (to register it without this check, set \"verify\": false in vim.extra or add ?verify=false)", name, detail)
+		hint := "to register it offline, skip this check with POST /v1.0/vims?verify=false or \"verify\": false in vim.extra"
+		if typ == store.VimKubernetes {
+			hint = "to register it offline, put extra: {verify: 'False'} in the VIM file (or use ?verify=false)"
+		}
+		return "", nil, errorf(KindInvalid, "VIM %q failed verification: %s (%s)", name, detail, hint)
 	}
 	if err != nil {
 		return "", nil, err
