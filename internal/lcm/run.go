@@ -327,6 +327,13 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 		dop.ResourceChanges = &model.ResourceChanges{}
 	}
 	if fresh {
+		if req, ok := dop.Request.(*model.InstantiateVnfRequest); ok {
+			vims, err := svc.resolveVims(ctx, req.VimConnectionInfo)
+			if err != nil {
+				return nil, nil, err
+			}
+			req.VimConnectionInfo = vims
+		}
 		if err := prepare(dop); err != nil {
 			return nil, nil, err
 		}

@@ -246,15 +246,21 @@ func (s *Service) Instantiate(ctx context.Context, id string, raw []byte) (*stor
 	if len(req.VimConnectionInfo) > 1 {
 		return nil, errorf(KindInvalid, "vimConnectionInfo: give at most one VIM connection")
 	}
+	// Resolve now to reject unknown VIMs; the engine resolves again when it
+	// starts, so a VIM's current credentials are used.
+	vims, err := s.resolveVims(ctx, req.VimConnectionInfo)
+	if err != nil {
+		return nil, err
+	}
 	vimType := ""
-	if len(req.VimConnectionInfo) == 1 {
-		vimType = req.VimConnectionInfo[0].VimType
+	if len(vims) > 0 {
+		vimType = vims[0].VimType
 	} else if len(in.VimConnectionInfo) > 0 {
 		vimType = in.VimConnectionInfo[0].VimType
 	}
 	if _, ok := s.infra(vimType); !ok {
 		if vimType == "" {
-			return nil, errorf(KindInvalid, "no VIM to instantiate on: give vimConnectionInfo in the request (or register a default VIM)")
+			return nil, errorf(KindInvalid, "no VIM to instantiate on: give vimConnectionInfo in the request, or register a default VIM (openstack vim register --is-default ...)")
 		}
 		return nil, errorf(KindInvalid, "vimConnectionInfo: vimType %q is not supported by this VNFM", vimType)
 	}
