@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/auth"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
 	"github.com/mini-vnfm/mini-vnfm/internal/notify"
@@ -43,6 +44,8 @@ type Config struct {
 	Packages *packages.Service
 	// Subscriptions serves /vnflcm/v1/subscriptions (nil: not served).
 	Subscriptions *notify.Subscriptions
+	// Auth authenticates and authorizes requests (nil: authentication off).
+	Auth *auth.Authenticator
 }
 
 // API is the HTTP handler set.
@@ -107,7 +110,7 @@ func schemaFields(doc *openapi3.T, name string, drop ...string) (*sol013.Field, 
 
 func (a *API) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(a.recoverer, a.cleanPath, a.requestID, a.observe)
+	r.Use(a.recoverer, a.cleanPath, a.requestID, a.observe, a.authenticate)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, problemf(http.StatusNotFound, fmt.Sprintf("no resource at %s; the VNF LCM API lives under /vnflcm/v1 (spec: /vnflcm/v1/openapi.yaml)", r.URL.Path)))
 	})
@@ -122,6 +125,7 @@ func (a *API) routes() http.Handler {
 		mh := promhttp.HandlerFor(a.cfg.Metrics.Registry, promhttp.HandlerOpts{})
 		h.handle(r, "/metrics", methods{http.MethodGet: mh.ServeHTTP})
 	}
+	a.authRoutes(r, h)
 
 	a.vnfpkgmRoutes(r, h)
 	a.vimRoutes(r, h)

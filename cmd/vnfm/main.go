@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/auth"
 	"github.com/mini-vnfm/mini-vnfm/internal/config"
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
@@ -27,7 +28,7 @@ commands:
   migrate down [N]       revert the last N migrations (all when N is omitted)
   migrate version        print the applied and the latest migration version
   version                print the version
-
+` + auth.CommandUsage + `
 Configuration comes from environment variables; see README.md.
 `
 
@@ -48,6 +49,8 @@ func run(args []string) error {
 		return serve()
 	case "migrate":
 		return migrateCmd(args[1:])
+	case "auth":
+		return authCmd(args[1:])
 	case "version", "--version":
 		fmt.Println(version)
 		return nil
@@ -99,6 +102,38 @@ func migrateCmd(args []string) error {
 	}
 	fmt.Printf("schema version %d (latest %d)%s\n", cur, latest, map[bool]string{true: " DIRTY: fix by hand, then force", false: ""}[dirty])
 	return nil
+}
+
+// authCmd runs `vnfm auth ...`; the client commands use the configured
+// database (DATABASE_URL, else the embedded one) and migrate it first.
+func authCmd(args []string) error {
+	ctx := context.Background()
+	cio := auth.CommandIO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		OpenStore: func(ctx context.Context) (auth.ClientAdmin, func(), error) {
+			cfg, err := config.Load()
+			if err != nil {
+				return nil, nil, err
+			}
+			log := cfg.Logger()
+			url, stop, err := server.Database(ctx, cfg, log)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := store.MigrateUp(ctx, url); err != nil {
+				stop()
+				return nil, nil, err
+			}
+			st, err := store.Open(ctx, url, log)
+			if err != nil {
+				stop()
+				return nil, nil, err
+			}
+			return st, func() { st.Close(); stop() }, nil
+		}}
+	if cfg, err := config.Load(); err == nil {
+		cio.EndpointURL = cfg.EndpointURL
+	}
+	return auth.RunCommand(ctx, args, cio)
 }
 
 func serve() error {

@@ -333,11 +333,11 @@ func (a *Authenticator) bearer(ctx context.Context, token, what string) (*Princi
 		}
 		return &Principal{Name: t.ClientID, Method: MethodOAuth2, Scopes: scopes}, nil
 	}
-	if a.keystone != nil && !strings.HasPrefix(token, AccessTokenPrefix) {
-		return a.keystone.validate(ctx, token, sum)
-	}
 	if token == "notused" {
 		return nil, invalidToken("X-Auth-Token \"notused\" is what the Tacker CLI sends with --os-auth-type none, but this VNFM requires credentials: use --os-auth-type admin_token --os-token <token> or --os-auth-type http_basic")
+	}
+	if a.keystone != nil && !strings.HasPrefix(token, AccessTokenPrefix) {
+		return a.keystone.validate(ctx, token, sum)
 	}
 	return nil, invalidToken("the " + what + " is not valid")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/auth"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 )
 
@@ -44,6 +45,8 @@ type Config struct {
 	SecretKeyFile string `env:"VNFM_SECRET_KEY_FILE"`
 	// SecretKeysOld lists retired keys that still open stored values.
 	SecretKeysOld string `env:"VNFM_SECRET_KEYS_OLD"`
+	// Auth configures API authentication (VNFM_AUTH*, see internal/auth.Settings).
+	Auth auth.Settings
 }
 
 // Load reads and checks the environment.
@@ -60,6 +63,9 @@ func Load() (*Config, error) {
 		c.EndpointURL = "http://" + host
 	}
 	c.EndpointURL = strings.TrimRight(c.EndpointURL, "/")
+	if _, err := c.Auth.Enabled(c.Listen); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	if c.Workers < 1 || c.PageSize < 1 || c.Lease < time.Second {
 		return nil, errors.New("config: VNFM_WORKERS and VNFM_PAGE_SIZE must be ≥ 1 and VNFM_LEASE ≥ 1s")
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/api"
+	"github.com/mini-vnfm/mini-vnfm/internal/auth"
 	"github.com/mini-vnfm/mini-vnfm/internal/config"
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
@@ -126,6 +127,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		Subscriptions: notify.NewSubscriptions(notifier, cfg.TestCallbacks)}
 	if engine != nil {
 		apiCfg.Wake = engine.Wake
+	}
+	if apiCfg.Auth, err = auth.New(cfg.Auth, auth.Options{Listen: cfg.Listen, Store: st, Logger: log}); err != nil {
+		return err
 	}
 	handler, err := api.New(ctx, apiCfg)
 	if err != nil {
