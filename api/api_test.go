@@ -554,7 +554,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 	e.mu.Lock()
 	everything := strings.Join(e.bodies, "\n")
 	e.mu.Unlock()
-	for _, s := range []string{"touch /tmp/pwned", "vim-pass-123", "tok-secret-789", "enc:v1:"} {
+	for _, s := range []string{"touch /tmp/pwned", "vim-pass-123", "tok-secret-789", "enc:v"} {
 		if strings.Contains(everything, s) {
 			t.Errorf("a response contains %q", s)
 		}

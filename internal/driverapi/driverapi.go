@@ -26,6 +26,8 @@ type Op struct {
 	Flavour  *model.Flavour
 	// Package reads the instance's VNF package (Heat templates, scripts).
 	Package Package
+	// Vims registers and removes the Kubernetes VIMs of the clusters drivers build.
+	Vims VimRegistry
 	// Vim is the decrypted VIM connection the operation runs against (nil if none).
 	Vim *model.VimConnectionInfo
 	// Request is the typed request body: *model.InstantiateVnfRequest, *model.ScaleVnfRequest, ...
@@ -56,6 +58,28 @@ type Package interface {
 	// HeatTemplate returns a flavour's top Heat template (its path and
 	// content) and the nested files keyed as the template references them.
 	HeatTemplate(flavourID string) (path string, template []byte, files map[string]string, err error)
+}
+
+// KubernetesVim describes a cluster to register as a Kubernetes VIM.
+type KubernetesVim struct {
+	Name        string // unique; e.g. kubernetes_vim_<vnfInstanceId>
+	Description string
+	AuthURL     string // API server URL, https://<address>:<port>
+	BearerToken string
+	SSLCACert   string // PEM
+	Insecure    bool
+	Namespace   string
+	Extra       map[string]any
+	// Verify checks the token against the API server before registering.
+	Verify bool
+}
+
+// VimRegistry is the VIM store as management drivers see it. Registration
+// is idempotent by name (a retry reuses the VIM); removal of a missing VIM
+// succeeds.
+type VimRegistry interface {
+	RegisterKubernetesVim(ctx context.Context, v KubernetesVim) (vimID string, err error)
+	RemoveKubernetesVim(ctx context.Context, name, ownerInstanceID string) error
 }
 
 // Progress records per-node checkpoints of the running step in the operation

@@ -316,7 +316,8 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	dop := &driverapi.Op{ID: r.op.ID, Operation: r.op.Operation, Instance: w.Instance, Vnfd: pkg.Vnfd,
 		Request: req, AdditionalParams: additionalParams(req), Previous: w.Previous, Scratch: w.Scratch,
 		ResourceChanges: w.ResourceChanges, ChangedInfo: w.ChangedInfo, ChangedExtConnectivity: w.ChangedExtConnectivity,
-		Log: r.log, CancelRequested: r.cancelRequested, Package: &pkgFiles{st: svc.st, pkgID: w.Instance.VnfPkgID}}
+		Log: r.log, CancelRequested: r.cancelRequested, Package: &pkgFiles{st: svc.st, pkgID: w.Instance.VnfPkgID},
+		Vims: vimRegistry{svc}}
 	if dop.Previous == nil {
 		dop.Previous = map[string]json.RawMessage{}
 	}
