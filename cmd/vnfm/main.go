@@ -13,6 +13,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/auth"
 	"github.com/mini-vnfm/mini-vnfm/internal/config"
+	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
@@ -27,6 +28,7 @@ commands:
   migrate up             apply pending database migrations
   migrate down [N]       revert the last N migrations (all when N is omitted)
   migrate version        print the applied and the latest migration version
+  secrets rotate         re-seal stored VIM credentials with the current secret key
   version                print the version
 ` + auth.CommandUsage + `
 Configuration comes from environment variables; see README.md.
@@ -51,6 +53,8 @@ func run(args []string) error {
 		return migrateCmd(args[1:])
 	case "auth":
 		return authCmd(args[1:])
+	case "secrets":
+		return secretsCmd(args[1:])
 	case "version", "--version":
 		fmt.Println(version)
 		return nil
@@ -144,4 +148,39 @@ func serve() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return server.Run(ctx, cfg, server.Options{Version: version})
+}
+
+// secretsCmd runs `vnfm secrets rotate`: after a new key became current (the
+// old one listed in VNFM_SECRET_KEYS_OLD), stored VIM credentials are sealed
+// again with the new key.
+func secretsCmd(args []string) error {
+	if len(args) != 1 || args[0] != "rotate" {
+		return errors.New("secrets: say rotate")
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	log := cfg.Logger()
+	ctx := context.Background()
+	box, err := cfg.Box()
+	if err != nil {
+		return err
+	}
+	url, stop, err := server.Database(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	st, err := store.Open(ctx, url, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	n, err := lcm.NewService(lcm.Config{Store: st, Box: box, Logger: log}).RotateVimKeys(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("re-sealed the credentials of %d VIM(s) with the current key\n", n)
+	return nil
 }
