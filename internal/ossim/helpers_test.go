@@ -3,6 +3,7 @@ package ossim_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -258,4 +259,14 @@ func errCode(err error) int {
 		return e.Actual
 	}
 	return 0
+}
+
+func httpPostJSON(url, body string) (string, error) {
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
 }

@@ -500,19 +500,26 @@ func (s *Sim) routeFIP(f *floatingIP, add bool) {
 	if s.opts.Hosts == nil || f.portID == "" {
 		return
 	}
-	h, via := s.hostOfPort(f.portID)
-	if h == nil {
-		return
-	}
 	ctl := s.opts.Hosts.CtlNamespace()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if add {
-		_, _ = runIP(ctx, "-n", h.NetNS, "addr", "replace", f.addr.String()+"/32", "dev", "eth0")
-		_, _ = runIP(ctx, "-n", ctl, "route", "replace", f.addr.String()+"/32", "via", via.String())
-	} else {
-		_, _ = runIP(ctx, "-n", h.NetNS, "addr", "del", f.addr.String()+"/32", "dev", "eth0")
+	h, via := s.hostOfPort(f.portID)
+	if !add {
+		// The route goes even when the host is already gone.
 		_, _ = runIP(ctx, "-n", ctl, "route", "del", f.addr.String()+"/32")
+		if h != nil {
+			_, _ = runIP(ctx, "-n", h.NetNS, "addr", "del", f.addr.String()+"/32", "dev", "eth0")
+		}
+		return
+	}
+	if h == nil {
+		return
+	}
+	if _, err := runIP(ctx, "-n", h.NetNS, "addr", "replace", f.addr.String()+"/32", "dev", "eth0"); err != nil {
+		s.logf("nova: floating ip %s on %s: %v", f.addr, h.Name, err)
+	}
+	if _, err := runIP(ctx, "-n", ctl, "route", "replace", f.addr.String()+"/32", "via", via.String()); err != nil {
+		s.logf("nova: floating ip route %s: %v", f.addr, err)
 	}
 }
 
