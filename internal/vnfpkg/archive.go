@@ -250,6 +250,9 @@ func checkName(name string) string {
 
 // printable makes an unsafe name safe to show.
 func printable(name string) string {
+	if utf8.ValidString(name) && !strings.ContainsFunc(name, unicode.IsControl) {
+		return name
+	}
 	q := fmt.Sprintf("%q", name)
 	return q[1 : len(q)-1]
 }

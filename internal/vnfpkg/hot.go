@@ -174,7 +174,7 @@ func (p *Package) resolveHeatRef(from, nestedDir string, ref heatRef) (string, e
 		return "", errNode(from, ref.n, "%s %q must be a relative path with / as separator", what, ref.value)
 	}
 	cands := []string{path.Join(path.Dir(from), ref.value)}
-	if !strings.Contains(ref.value, "/") {
+	if !strings.Contains(ref.value, "/") && path.Dir(from) != nestedDir {
 		cands = append(cands, nestedDir+"/"+ref.value)
 	}
 	for _, c := range cands {

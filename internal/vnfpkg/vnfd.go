@@ -196,8 +196,8 @@ func (r *reader) collectTypes() error {
 				}
 				next, ok := sect.ts.defs[cur.parent]
 				if !ok {
-					if sect.key == "artifact_types" {
-						break
+					if sect.key == "artifact_types" || isETSITypeFile(cur.file) {
+						break // lenient for artifacts and the ETSI files' own types
 					}
 					return cur.v.get("derived_from").errf("type %s derives from %s, which is neither a SOL001 type nor defined in the package; import the file that defines it or fix the name", cur.name, cur.parent)
 				}
@@ -336,9 +336,29 @@ func (r *reader) build() (*model.Vnfd, error) {
 				return nil, v.errf("%s is %q here but %q in %s:%d; the deployment flavours of one VNFD must agree", q.key, s, *q.dst, src.file, src.pos().Line)
 			}
 		}
+		for _, fc := range fls {
+			if *q.dst != "" {
+				break
+			}
+			// substitution_mappings.properties, then the VNF type's default.
+			sm := fc.fd.tt.get("substitution_mappings")
+			v := sm.get("properties").get(q.key)
+			if !v.exists() || v.isFunc() {
+				if nt, _ := sm.get("node_type").optStr(); nt != "" {
+					v = r.typeDefault(nt, q.key)
+				}
+			}
+			s, err := v.optStr()
+			if err != nil {
+				return nil, err
+			}
+			*q.dst = s
+		}
 		if *q.dst == "" {
-			where := r.p.entry
-			return nil, errorf(where, "the VNF node has no %s; set it in the VNF node's properties (topology_template.node_templates.VNF.properties.%s) or as the default of the VNF node type", q.key, q.key)
+			if topVNF != nil {
+				return nil, topVNF.v.errf("the VNF node has no %s; set it in its properties (%s) or as the default of the VNF node type %s", q.key, q.key, topVNF.typ)
+			}
+			return nil, errorf(r.p.entry, "the VNF node has no %s; set it in the VNF node's properties (topology_template.node_templates.VNF.properties.%s) or as the default of the VNF node type", q.key, q.key)
 		}
 	}
 	for _, n := range append([]*nodeTpl{topVNF}, vnfNodes(fls)...) {

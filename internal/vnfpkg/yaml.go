@@ -231,8 +231,10 @@ func newVal(file string, n *yaml.Node, path string) val {
 	return val{file: file, n: deref(n), at: n, path: path}
 }
 
+// pos is where errors about v point: a scalar's own position, the key of a
+// mapping or list (its first line), the parent's key when v is absent.
 func (v val) pos() *yaml.Node {
-	if v.n != nil {
+	if v.n != nil && (v.at == nil || v.n.Kind == yaml.ScalarNode || v.n.Kind == yaml.AliasNode) {
 		return v.n
 	}
 	return v.at
