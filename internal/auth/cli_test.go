@@ -138,6 +138,8 @@ func TestIssueTokenLogsNoSecret(t *testing.T) {
 	}
 	_, _ = a.Authenticate(ctx, "Bearer "+tr.AccessToken+"x", "", "a")
 	_, _ = a.IssueToken(ctx, TokenRequest{GrantType: "client_credentials", ClientID: "c1", ClientSecret: secret + "x"})
+	// A secret pasted as the client id is not logged either.
+	_, _ = a.IssueToken(ctx, TokenRequest{GrantType: "client_credentials", ClientID: secret, ClientSecret: "c1"})
 	for _, s := range []string{secret, tr.AccessToken} {
 		if strings.Contains(logs.String(), s) {
 			t.Errorf("logged: %.10s…", s)

@@ -120,7 +120,11 @@ func (a *Authenticator) IssueToken(ctx context.Context, req TokenRequest) (*Toke
 	got := sha(req.ClientSecret)
 	if subtle.ConstantTimeCompare(got[:], want) != 1 || c == nil {
 		a.limiter.fail(req.Addr)
-		a.log.InfoContext(ctx, "OAuth client authentication failed", "addr", req.Addr, "clientId", req.ClientID)
+		known := "(unknown)" // an unknown "client id" may be a misplaced secret: not logged
+		if c != nil {
+			known = c.ID
+		}
+		a.log.InfoContext(ctx, "OAuth client authentication failed", "addr", req.Addr, "clientId", known)
 		return nil, &OAuthError{Status: http.StatusUnauthorized, Code: "invalid_client", Description: "unknown client or wrong client secret"}
 	}
 	have := Scopes{}
