@@ -316,3 +316,18 @@ func TestCleanupLeftovers(t *testing.T) {
 		t.Error("bad name accepted")
 	}
 }
+
+func TestSHA512Crypt(t *testing.T) {
+	for _, c := range []struct{ pw, salt, want string }{
+		// The first from the SHA-crypt specification, the second from glibc crypt(3).
+		{"Hello world!", "saltstring", "$6$saltstring$svn8UoSVapNtMuq1ukKS4tPQd8iKwSMHWjl/O817G3uBnIFNjnQJuesI68u4OTLiBFdcbYEdFCoEOfaS35inz1"},
+		{"we have a short salt string but not a short password", "short", "$6$short$qmfj2meTBr5G2EAGIJ4vjX7RpefsD4JzpEyTAeEUJdzdxlBS6pe8gdMHm5zFftaFSj/2p2bjBwyVS9ZhWpLZt."},
+	} {
+		if got := testhosts.SHA512Crypt(c.pw, c.salt); got != c.want {
+			t.Errorf("SHA512Crypt(%q, %q) = %s, want %s", c.pw, c.salt, got, c.want)
+		}
+	}
+	if h := testhosts.SHA512Crypt("x", ""); !strings.HasPrefix(h, "$6$") || len(h) != 3+16+1+86 {
+		t.Errorf("random salt hash %s", h)
+	}
+}
