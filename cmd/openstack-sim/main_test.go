@@ -37,7 +37,9 @@ func startServe(t *testing.T, args ...string) (string, *syncBuf) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out, logw := &syncBuf{}, &syncBuf{}
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, append([]string{"--listen", "127.0.0.1:0", "--latency", "5ms"}, args...), out, logw) }()
+	go func() {
+		done <- serve(ctx, append([]string{"--listen", "127.0.0.1:0", "--latency", "5ms"}, args...), out, logw)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
