@@ -764,6 +764,9 @@ func (s *Sim) deleteNested(ctx context.Context, r *resource) error {
 // stackOutputs evaluates the outputs of a stack (s.mu held).
 func (s *Sim) stackOutputs(st *stack) []map[string]any {
 	out := []map[string]any{}
+	if st.deleted {
+		return out
+	}
 	names := make([]string, 0, len(st.tmpl.outputs))
 	for n := range st.tmpl.outputs {
 		names = append(names, n)

@@ -957,7 +957,7 @@ func (s *Sim) novaAction(w http.ResponseWriter, r *http.Request, sv *server) {
 	h := sv.host
 	s.mu.Unlock()
 	switch {
-	case body["os-getConsoleOutput"] != nil:
+	case has(body, "os-getConsoleOutput"):
 		if status == "BUILD" {
 			novaErr(w, 409, fmt.Sprintf("Cannot 'get_console_output' instance %s while it is in vm_state building", sv.id))
 			return
@@ -975,7 +975,7 @@ func (s *Sim) novaAction(w http.ResponseWriter, r *http.Request, sv *server) {
 			lines = lines[len(lines)-length:]
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"output": strings.Join(lines, "\n")})
-	case body["reboot"] != nil:
+	case has(body, "reboot"):
 		if status != "ACTIVE" && status != "SHUTOFF" {
 			novaErr(w, 409, fmt.Sprintf("Cannot 'reboot' instance %s while it is in vm_state %s", sv.id, strings.ToLower(status)))
 			return
@@ -992,7 +992,7 @@ func (s *Sim) novaAction(w http.ResponseWriter, r *http.Request, sv *server) {
 			s.setServerState(sv, "ACTIVE", "active", "", 1)
 		})
 		w.WriteHeader(http.StatusAccepted)
-	case body["os-stop"] != nil:
+	case has(body, "os-stop"):
 		if status != "ACTIVE" {
 			novaErr(w, 409, fmt.Sprintf("Cannot 'stop' instance %s while it is in vm_state %s", sv.id, strings.ToLower(status)))
 			return
@@ -1005,7 +1005,7 @@ func (s *Sim) novaAction(w http.ResponseWriter, r *http.Request, sv *server) {
 			s.setServerState(sv, "SHUTOFF", "stopped", "", 4)
 		})
 		w.WriteHeader(http.StatusAccepted)
-	case body["os-start"] != nil:
+	case has(body, "os-start"):
 		if status != "SHUTOFF" {
 			novaErr(w, 409, fmt.Sprintf("Cannot 'start' instance %s while it is in vm_state %s", sv.id, strings.ToLower(status)))
 			return
@@ -1021,7 +1021,7 @@ func (s *Sim) novaAction(w http.ResponseWriter, r *http.Request, sv *server) {
 			s.setServerState(sv, "ACTIVE", "active", "", 1)
 		})
 		w.WriteHeader(http.StatusAccepted)
-	case body["rebuild"] != nil:
+	case has(body, "rebuild"):
 		m, _ := body["rebuild"].(map[string]any)
 		s.mu.Lock()
 		if img := str(m, "imageRef"); img != "" {
@@ -1068,6 +1068,11 @@ func (s *Sim) rebuildServer(ctx context.Context, sv *server) error {
 	sv.status, sv.vmState, sv.task, sv.power, sv.launch, sv.updated = "ACTIVE", "active", "", 1, now, now
 	sv.console = s.consoleLog(sv, log)
 	return nil
+}
+
+func has(m map[string]any, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 func (s *Sim) setServerState(sv *server, status, vm, task string, power int) {

@@ -740,3 +740,209 @@ func TestAdminAndNeutronAPI(t *testing.T) {
 		t.Errorf("exec on missing server: %d %s", resp.StatusCode, b)
 	}
 }
+
+// rawUpdate is a PUT update with a template.
+type rawUpdate struct {
+	Template any
+	Params   map[string]any
+}
+
+func (u rawUpdate) ToStackUpdateMap() (map[string]any, error) {
+	return map[string]any{"template": u.Template, "parameters": u.Params}, nil
+}
+
+const groupsTemplate = `
+heat_template_version: 2018-08-31
+parameters:
+  n: {type: number, default: 2}
+  flavor: {type: string, default: m1.tiny}
+resources:
+  asg:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      min_size: 0
+      max_size: 5
+      desired_capacity: {get_param: n}
+      resource:
+        type: OS::Nova::Server
+        properties: {flavor: {get_param: flavor}, image: cirros, networks: [{network: net1}]}
+  out:
+    type: OS::Heat::ScalingPolicy
+    properties: {auto_scaling_group_id: {get_resource: asg}, adjustment_type: change_in_capacity, scaling_adjustment: 2}
+  rg:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: 2
+      resource_def:
+        type: OS::Heat::Value
+        properties: {value: "member-%index%"}
+outputs:
+  size: {value: {get_attr: [asg, current_size]}}
+  values: {value: {get_attr: [rg, value]}}
+  signal: {value: {get_attr: [out, signal_url]}}
+`
+
+func TestGroupsPolicyAndPut(t *testing.T) {
+	e := newEnv(t, ossim.Options{})
+	ctx := context.Background()
+	cs, err := stacks.Create(ctx, e.heat, rawCreate{Name: "groups", Template: groupsTemplate}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := e.wait("groups", cs.ID, "CREATE_COMPLETE")
+	outs := map[string]any{}
+	for _, o := range st.Outputs {
+		outs[o["output_key"].(string)] = o["output_value"]
+	}
+	if outs["size"] != 2.0 || fmt.Sprint(outs["values"]) != "[member-0 member-1]" || !strings.HasSuffix(outs["signal"].(string), "/resources/out/signal") {
+		t.Fatalf("outputs: %v", outs)
+	}
+	// Inline members are servers straight in the group's nested stack.
+	all := e.resources("groups", cs.ID, 1)
+	g := find(all, "asg")
+	if ms := members(all, g); len(ms) != 2 || ms[0].Type != "OS::Nova::Server" {
+		t.Fatalf("asg members: %+v", ms)
+	}
+	// A signal resizes the group; a later update that leaves
+	// desired_capacity alone keeps the size, like Heat.
+	req, _ := http.NewRequest("POST", outs["signal"].(string), strings.NewReader("{}"))
+	req.Header.Set("X-Auth-Token", e.provider.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("signal: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		g = find(e.resources("groups", cs.ID, 0), "asg")
+		if g.Status == "UPDATE_COMPLETE" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ms := members(e.resources("groups", cs.ID, 1), g); len(ms) != 4 {
+		t.Fatalf("after signal: %d members (%s)", len(ms), g.Status)
+	}
+	if err := stacks.UpdatePatch(ctx, e.heat, "groups", cs.ID, rawPatch{"flavor": "m1.small"}).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	e.wait("groups", cs.ID, "UPDATE_COMPLETE")
+	all = e.resources("groups", cs.ID, 1)
+	ms := members(all, find(all, "asg"))
+	if len(ms) != 4 {
+		t.Errorf("update without capacity change resized the group to %d", len(ms))
+	}
+	for _, m := range ms {
+		sv, err := servers.Get(ctx, e.nova, m.PhysicalID).Extract()
+		if err != nil || sv.Flavor["id"] != "2" || sv.Status != "ACTIVE" {
+			t.Errorf("member %s after flavor change: %+v %v", m.Name, sv, err)
+		}
+	}
+	// PUT with a new template: the groups go, a port comes; parameters reset.
+	tmpl := "heat_template_version: 2018-08-31\nresources:\n  p: {type: OS::Neutron::Port, properties: {network: net1}}\n"
+	if err := stacks.Update(ctx, e.heat, "groups", cs.ID, rawUpdate{Template: tmpl}).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	st = e.wait("groups", cs.ID, "UPDATE_COMPLETE")
+	all = e.resources("groups", cs.ID, 2)
+	if len(all) != 1 || all[0].Name != "p" || st.Parameters["n"] != "" {
+		t.Errorf("after PUT: %v %v", names(all), st.Parameters)
+	}
+	pages, _ := servers.List(e.nova, nil).AllPages(ctx)
+	if svs, _ := servers.ExtractServers(pages); len(svs) != 0 {
+		t.Errorf("servers after PUT: %d", len(svs))
+	}
+	ev, err := http.NewRequest("GET", e.heat.ServiceURL("stacks", "groups", cs.ID, "events"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Header.Set("X-Auth-Token", e.provider.Token())
+	resp, err = http.DefaultClient.Do(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events struct {
+		Events []map[string]any `json:"events"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&events)
+	resp.Body.Close()
+	if len(events.Events) < 10 {
+		t.Errorf("events: %d", len(events.Events))
+	}
+}
+
+func TestNovaAPI(t *testing.T) {
+	e := newEnv(t, ossim.Options{})
+	ctx := context.Background()
+	np, _ := networks.List(e.neutron, networks.ListOpts{Name: "net1"}).AllPages(ctx)
+	nl, _ := networks.ExtractNetworks(np)
+	sv, err := servers.Create(ctx, e.nova, servers.CreateOpts{Name: "api-vm", FlavorRef: "1", ImageRef: "cirros",
+		Networks: []servers.Network{{UUID: nl[0].ID, FixedIP: "10.77.1.50"}}, Metadata: map[string]string{"k": "v"},
+		UserData: []byte("#cloud-config\npassword: x\n")}, nil).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		sv, err = servers.Get(ctx, e.nova, sv.ID).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sv.Status == "ACTIVE" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if sv.Status != "ACTIVE" || sv.Addresses["net1"].([]any)[0].(map[string]any)["addr"] != "10.77.1.50" || sv.Metadata["k"] != "v" ||
+		sv.LaunchedAt.IsZero() || sv.Created.IsZero() {
+		t.Fatalf("server: %+v", sv)
+	}
+	pages, _ := servers.List(e.nova, servers.ListOpts{Name: "^api"}).AllPages(ctx)
+	if svs, _ := servers.ExtractServers(pages); len(svs) != 1 {
+		t.Errorf("list by name: %d", len(svs))
+	}
+	if _, err := servers.Create(ctx, e.nova, servers.CreateOpts{Name: "x", FlavorRef: "m9", ImageRef: "cirros"}, nil).Extract(); errCode(err) != 400 {
+		t.Errorf("bad flavor: %v", err)
+	}
+	if err := servers.Stop(ctx, e.nova, sv.ID).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if s, _ := servers.Get(ctx, e.nova, sv.ID).Extract(); s != nil && s.Status == want {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("server never %s", want)
+	}
+	waitStatus("SHUTOFF")
+	if err := servers.Start(ctx, e.nova, sv.ID).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus("ACTIVE")
+	out, _ := servers.ShowConsoleOutput(ctx, e.nova, sv.ID, servers.ShowConsoleOutputOpts{Length: 5}).Extract()
+	if n := strings.Count(out, "\n"); n != 4 {
+		t.Errorf("console length 5 gave %d lines", n+1)
+	}
+	if err := servers.Delete(ctx, e.nova, sv.ID).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		_, err := servers.Get(ctx, e.nova, sv.ID).Extract()
+		if errCode(err) == 404 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("server not deleted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pp, _ := ports.List(e.neutron, nil).AllPages(ctx)
+	if pl, _ := ports.ExtractPorts(pp); len(pl) != 0 {
+		t.Errorf("nova-made port left: %d", len(pl))
+	}
+}
