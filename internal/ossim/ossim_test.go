@@ -121,10 +121,10 @@ func TestAuth(t *testing.T) {
 }
 
 func TestTokenExpiry(t *testing.T) {
-	e := newEnv(t, ossim.Options{TokenTTL: 300 * time.Millisecond, Now: time.Now})
+	e := newEnv(t, ossim.Options{TokenTTL: time.Second, Now: time.Now})
 	ctx := context.Background()
 	tok := e.provider.Token()
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond)
 	if _, err := networks.List(e.neutron, nil).AllPages(ctx); err != nil {
 		t.Fatalf("reauth after expiry: %v", err)
 	}
@@ -649,14 +649,14 @@ func TestSlowStackAndDeleteWhileCreating(t *testing.T) {
 	e := newEnv(t, ossim.Options{})
 	ctx := context.Background()
 	// Through the admin endpoint, as the CLI would.
-	body := `{"slow_stacks": [{"stack": "slow*", "delay": "400ms"}]}`
+	body := `{"slow_stacks": [{"stack": "slow*", "delay": "1s"}]}`
 	req, _ := http.NewRequest("PUT", e.srv.URL+"/_sim/faults", strings.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("PUT faults: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if f := e.sim.Faults(); len(f.SlowStacks) != 1 || f.SlowStacks[0].Delay.D() != 400*time.Millisecond {
+	if f := e.sim.Faults(); len(f.SlowStacks) != 1 || f.SlowStacks[0].Delay.D() != time.Second {
 		t.Fatalf("faults: %+v", f)
 	}
 	t0 := time.Now()
@@ -664,13 +664,13 @@ func TestSlowStackAndDeleteWhileCreating(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(150 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
 	st, _ := stacks.Get(ctx, e.heat, "slow1", cs.ID).Extract()
 	if st.Status != "CREATE_IN_PROGRESS" {
-		t.Errorf("slow stack after 150ms: %s", st.Status)
+		t.Errorf("slow stack after 100ms: %s", st.Status)
 	}
 	e.wait("slow1", cs.ID, "CREATE_COMPLETE")
-	if d := time.Since(t0); d < 400*time.Millisecond {
+	if d := time.Since(t0); d < time.Second {
 		t.Errorf("slow stack done in %v", d)
 	}
 	// Deleting a stack that is being created cancels the create.
