@@ -1,0 +1,27 @@
+package server
+
+import (
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
+	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
+	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
+)
+
+// NewInfraResolver returns the resolver of the built-in infra drivers: the
+// OpenStack (Heat) driver for OpenStack VIMs — vimType
+// ETSINFV.OPENSTACK_KEYSTONE.V_3, or Tacker's "openstack" — and next for
+// any other VIM type (nil: none). os nil means a driver with the default
+// options. Use it as Options.Infra.
+func NewInfraResolver(os *openstack.Driver, next lcm.InfraResolver) lcm.InfraResolver {
+	if os == nil {
+		os = openstack.New(openstack.Options{})
+	}
+	return func(vimType string) (driverapi.InfraDriver, bool) {
+		if vimType != "" && lcm.NormalizeVimType(vimType) == lcm.VimTypeOpenStack {
+			return os, true
+		}
+		if next != nil {
+			return next(vimType)
+		}
+		return nil, false
+	}
+}
