@@ -31,7 +31,7 @@ is_active() {
 	local p
 	[ -f "$RUN/$1.pid" ] && p=$(cat "$RUN/$1.pid") && [ -n "$p" ] && [ -d "/proc/$p" ]
 }
-wait_gone() { local i; for i in $(seq 50); do is_active "$1" || return 0; sleep 0.1; done; return 1; }
+wait_gone() { local _; for _ in $(seq 50); do is_active "$1" || return 0; sleep 0.1; done; return 1; }
 do_start() {
 	local u=$1 f cmd
 	is_active "$u" && return 0
@@ -41,13 +41,14 @@ do_start() {
 	[ -n "$cmd" ] || { echo "Unit $u.service has no ExecStart=" >&2; return 1; }
 	(
 		set -a
+		# shellcheck disable=SC1090
 		while read -r ef; do ef=${ef#-}; [ -f "$ef" ] && . "$ef"; done < <(sed -n 's/^EnvironmentFile=//p' "$f")
 		while read -r ev; do eval "export $ev"; done < <(sed -n 's/^Environment=//p' "$f")
 		set +a
 		setsid sh -c "echo \$\$ > $RUN/$u.pid; exec $cmd" >>"/var/log/$u.log" 2>&1 </dev/null &
 	)
-	local i
-	for i in $(seq 10); do [ -s "$RUN/$u.pid" ] && break; sleep 0.1; done
+	local _
+	for _ in $(seq 10); do [ -s "$RUN/$u.pid" ] && break; sleep 0.1; done
 	sleep 0.2
 	is_active "$u" || { echo "Job for $u.service failed." >&2; return 1; }
 }
