@@ -98,7 +98,8 @@ type File struct {
 }
 
 // Package is an opened, validated CSAR. It keeps reading from the
-// io.ReaderAt given to Open, which must stay valid and unchanged.
+// io.ReaderAt given to Open, which must stay valid and unchanged. Its methods
+// are safe for concurrent use when the io.ReaderAt is.
 type Package struct {
 	opts     Options
 	zr       *zip.Reader

@@ -213,7 +213,7 @@ func checkNfvParams(file string, v val, fl *model.Flavour) error {
 				if k.Value != "get_param" || a == nil || a.Kind != yaml.SequenceNode || len(a.Content) < 3 {
 					continue
 				}
-				if deref(a.Content[0]).Value != "nfv" {
+				if first := deref(a.Content[0]); first == nil || first.Value != "nfv" {
 					continue
 				}
 				used = true
