@@ -1,9 +1,6 @@
 package vnfpkg
 
-import (
-	"slices"
-	"strings"
-)
+import "strings"
 
 // SOL001 (v2.6.1 … v4.x) type names the reader acts on.
 const (
@@ -156,22 +153,5 @@ func (ts *typeSystem) chain(name string) []*typeDef {
 		out = append(out, d)
 		name = d.parent
 	}
-	return out
-}
-
-// names returns the sorted names of the types deriving from base.
-func (ts *typeSystem) names(base string) []string {
-	var out []string
-	for n := range ts.builtin {
-		if ts.derivesFrom(n, base) {
-			out = append(out, n)
-		}
-	}
-	for n := range ts.defs {
-		if _, b := ts.builtin[n]; !b && ts.derivesFrom(n, base) {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
 	return out
 }

@@ -369,3 +369,39 @@ data_types:
 		t.Errorf("VnfdFiles = %v", p.VnfdFiles())
 	}
 }
+
+func TestVnfExtCpAndImportForms(t *testing.T) {
+	tr := baseTree().
+		edit(t, fTop, "  - types.yaml\n  - df_simple.yaml\n", "  - file: types.yaml\n  - df: {file: df_simple.yaml}\n").
+		edit(t, fDF, "      virtual_link_external1_1: [ VDU1_CP1, virtual_link ]\n",
+			"      virtual_link_external1_1: [ VDU1_CP1, virtual_link ]\n      virtual_link_external2: [ extCP, external_virtual_link ]\n").
+		edit(t, fDF, "    internalVL:\n", `    extCP:
+      type: tosca.nodes.nfv.VnfExtCp
+      properties:
+        layer_protocols: [ ipv4 ]
+      requirements:
+        - internal_virtual_link: internalVL
+    vip:
+      type: tosca.nodes.nfv.VipCp
+      properties:
+        vip_function: load_balance
+      requirements:
+        - target: VDU1_CP2
+        - target: { node: VDU2_CP1 }
+        - virtual_link: internalVL
+    internalVL:
+`)
+	p, err := openBytes(tr.csar(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := p.Summary().Flavours["simple"]
+	if e := fl.ExtCPs["extCP"]; e == nil || e.Kind != "VnfExtCp" || e.VirtualLink != "internalVL" || e.Requirement != "virtual_link_external2" {
+		t.Errorf("extCP = %+v", e)
+	}
+	if v := fl.VipCPs["vip"]; v == nil || !slices.Equal(v.Targets, []string{"VDU1_CP2", "VDU2_CP1"}) || v.VirtualLink != "internalVL" || v.VipFunction != "load_balance" {
+		t.Errorf("vip = %+v", v)
+	}
+	_, err = openBytes(tr.edit(t, fDF, "        - target: VDU1_CP2\n", "        - target: VDU1\n").csar(t), Options{})
+	wantError(t, err, fDF, 0, `VipCp vip: target "VDU1" is not a VduCp`)
+}
