@@ -121,8 +121,7 @@ func NewNetwork(ctx context.Context, opts Options) (*Network, error) {
 	if err := Cleanup(ctx, opts.Prefix); err != nil {
 		return nil, fmt.Errorf("testhosts: cleanup of earlier runs: %w", err)
 	}
-	_ = os.RemoveAll(opts.StateDir)
-	if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
+	if err := resetStateDir(opts.StateDir); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(opts.StateDir, "hostinit.sh"), hostinitScript, 0o755); err != nil {
@@ -159,6 +158,30 @@ func (n *Network) createCtl(ctx context.Context) error {
 	// namespace's defaults are.
 	return run(ctx, "", "ip", "netns", "exec", n.ctl, "sysctl", "-qw",
 		"net.ipv4.ip_forward=0", "net.ipv6.conf.all.forwarding=0")
+}
+
+// stateMarker marks a directory as a testhosts state directory, which
+// NewNetwork may wipe (it never wipes a directory without it).
+const stateMarker = ".testhosts-state"
+
+func resetStateDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return err
+	case len(ents) > 0:
+		if _, err := os.Stat(filepath.Join(dir, stateMarker)); err != nil {
+			return fmt.Errorf("testhosts: state directory %s exists and is not a testhosts state directory; remove it or choose another", dir)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, stateMarker), nil, 0o644)
 }
 
 // CheckTools reports which of the programs the hosts need are missing.

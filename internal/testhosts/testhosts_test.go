@@ -60,12 +60,23 @@ func TestInvalidOptions(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("not root: NewNetwork checks root first")
 	}
+	// A non-empty directory that is not a state directory is never wiped.
+	foreign := t.TempDir()
+	if err := os.WriteFile(foreign+"/precious", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if _, err := os.Stat(foreign + "/precious"); err != nil {
+			t.Errorf("foreign state dir wiped: %v", err)
+		}
+	}()
 	for _, o := range []testhosts.Options{
 		{Prefix: "bad-prefix"},
 		{Prefix: "Upper"},
 		{Prefix: "thx", Subnet: "10.77.0.0/30"},
 		{Prefix: "thx", Subnet: "fd00::/64"},
 		{Prefix: "thx", Subnet: "nonsense"},
+		{Prefix: "thx", StateDir: foreign},
 	} {
 		if n, err := testhosts.NewNetwork(context.Background(), o); err == nil {
 			n.Close()
