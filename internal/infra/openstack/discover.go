@@ -55,8 +55,8 @@ type discovered struct {
 	vls      []model.VirtualLinkResourceInfo
 	storages []model.VirtualStorageResourceInfo
 	extCps   []model.ExtCpInfo
-	// linkPorts are the ports of external CPs, by network id.
-	linkPorts map[string][]model.ExtLinkPortInfo
+	// linkPorts are the ports of external CPs.
+	linkPorts []extPort
 	// placed are the servers by VNFC id.
 	placed map[string]*placed
 }
@@ -106,6 +106,12 @@ type discoverInput struct {
 	extVLs  []model.ExtVirtualLinkInfo // the external VLs (their networks make CPs external)
 }
 
+// extPort is the port of an external CP instance.
+type extPort struct {
+	cpd, network string
+	port         model.ExtLinkPortInfo
+}
+
 type portInfo struct {
 	res  *hres
 	port *ports.Port
@@ -120,7 +126,7 @@ func (d *Driver) discover(ctx context.Context, c *clients, s stackRef, in discov
 	if err != nil {
 		return nil, err
 	}
-	out := &discovered{tree: t, linkPorts: map[string][]model.ExtLinkPortInfo{}, placed: placeServers(t)}
+	out := &discovered{tree: t, placed: placeServers(t)}
 	// Neutron ports and floating IPs made by the stack.
 	var portRes, fipRes []*hres
 	for _, h := range t.all {
@@ -319,9 +325,9 @@ func (out *discovered) addExtCp(vim, id, vnfcCp string, pi *portInfo) {
 		e.Metadata = map[string]any{"floatingIpAddress": pi.fip}
 	}
 	out.extCps = append(out.extCps, e)
-	out.linkPorts[pi.port.NetworkID] = append(out.linkPorts[pi.port.NetworkID], model.ExtLinkPortInfo{ID: pi.port.ID,
+	out.linkPorts = append(out.linkPorts, extPort{cpd: pi.res.Name, network: pi.port.NetworkID, port: model.ExtLinkPortInfo{ID: pi.port.ID,
 		ResourceHandle: model.ResourceHandle{VimConnectionID: vim, ResourceID: pi.port.ID, VimLevelResourceType: typePort},
-		CpInstanceID:   id})
+		CpInstanceID:   id}})
 }
 
 // vduOf maps a server resource to its VDU: Tacker's convention names the

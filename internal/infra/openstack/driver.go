@@ -322,9 +322,23 @@ func (d *Driver) update(ctx context.Context, op *driverapi.Op, c *clients, ref s
 
 // refresh discovers the stack's resources, writes them into the working
 // copy's instantiatedVnfInfo and records the changes.
-func (d *Driver) refresh(ctx context.Context, op *driverapi.Op, c *clients, ref stackRef, extVLs []model.ExtVirtualLinkInfo, healed map[string]bool) (*discovered, error) {
+//
+// extVLs are the external VLs the instance is to have; reqLinks the
+// request's extVirtualLinks (instantiate, change_ext_conn) that say which
+// VL each external CPD is on (else the instance's current extCpInfo does,
+// else the port's network).
+func (d *Driver) refresh(ctx context.Context, op *driverapi.Op, c *clients, ref stackRef, extVLs []model.ExtVirtualLinkInfo,
+	reqLinks []model.ExtVirtualLinkData, healed map[string]bool) (*discovered, error) {
 	info := op.Instance.InstantiatedVnfInfo
 	old := *info
+	cpdVL := map[string]string{}
+	for _, links := range [][]model.ExtVirtualLinkData{extVLDataOfInfo(info), reqLinks} {
+		for _, l := range links {
+			for _, c := range l.ExtCps {
+				cpdVL[c.CpdID] = l.ID
+			}
+		}
+	}
 	disc, err := d.discover(ctx, c, ref, discoverInput{vim: vimID(op), flavour: op.Flavour, prev: info.VnfcResourceInfo, extVLs: extVLs})
 	if err != nil {
 		return nil, err
@@ -333,11 +347,22 @@ func (d *Driver) refresh(ctx context.Context, op *driverapi.Op, c *clients, ref 
 	info.VirtualLinkResourceInfo = disc.vls
 	info.VirtualStorageResourceInfo = disc.storages
 	info.ExtCpInfo = disc.extCps
-	info.ExtVirtualLinkInfo = nil
-	for _, l := range extVLs {
-		l.ExtLinkPorts = disc.linkPorts[l.ResourceHandle.ResourceID]
-		info.ExtVirtualLinkInfo = append(info.ExtVirtualLinkInfo, l)
+	links := slices.Clone(extVLs)
+	for i := range links {
+		links[i].ExtLinkPorts = nil
 	}
+	for _, p := range disc.linkPorts {
+		i := slices.IndexFunc(links, func(l model.ExtVirtualLinkInfo) bool {
+			return l.ID == cpdVL[p.cpd] && l.ResourceHandle.ResourceID == p.network
+		})
+		if i < 0 {
+			i = slices.IndexFunc(links, func(l model.ExtVirtualLinkInfo) bool { return l.ResourceHandle.ResourceID == p.network })
+		}
+		if i >= 0 {
+			links[i].ExtLinkPorts = append(links[i].ExtLinkPorts, p.port)
+		}
+	}
+	info.ExtVirtualLinkInfo = links
 	if op.ResourceChanges == nil {
 		op.ResourceChanges = &model.ResourceChanges{}
 	}
@@ -430,7 +455,7 @@ func (d *Driver) Instantiate(ctx context.Context, op *driverapi.Op) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.refresh(ctx, op, c, ref, extVLsOfRequest(op, req.ExtVirtualLinks), nil)
+	_, err = d.refresh(ctx, op, c, ref, extVLsOfRequest(op, req.ExtVirtualLinks), req.ExtVirtualLinks, nil)
 	return err
 }
 
@@ -479,7 +504,7 @@ func (d *Driver) Scale(ctx context.Context, op *driverapi.Op) error {
 	if err := d.update(ctx, op, c, ref, st, lay.updateParameters(in)); err != nil {
 		return err
 	}
-	if _, err := d.refresh(ctx, op, c, ref, info.ExtVirtualLinkInfo, nil); err != nil {
+	if _, err := d.refresh(ctx, op, c, ref, info.ExtVirtualLinkInfo, nil, nil); err != nil {
 		return err
 	}
 	var left []string
@@ -602,7 +627,7 @@ func (d *Driver) RollbackScale(ctx context.Context, op *driverapi.Op) error {
 	if err := d.update(ctx, op, c, ref, st, lay.updateParameters(in)); err != nil {
 		return err
 	}
-	_, err = d.refresh(ctx, op, c, ref, info.ExtVirtualLinkInfo, nil)
+	_, err = d.refresh(ctx, op, c, ref, info.ExtVirtualLinkInfo, nil, nil)
 	return err
 }
 
@@ -683,7 +708,7 @@ func (d *Driver) Heal(ctx context.Context, op *driverapi.Op) error {
 		}
 	}
 	before := known
-	if _, err := d.refresh(ctx, op, c, ref, info.ExtVirtualLinkInfo, healed); err != nil {
+	if _, err := d.refresh(ctx, op, c, ref, info.ExtVirtualLinkInfo, nil, healed); err != nil {
 		return err
 	}
 	for _, v := range info.VnfcResourceInfo {
@@ -750,7 +775,7 @@ func (d *Driver) healEntire(ctx context.Context, op *driverapi.Op, info *model.I
 	if err != nil {
 		return err
 	}
-	_, err = d.refresh(ctx, op, c, ref, info.ExtVirtualLinkInfo, nil)
+	_, err = d.refresh(ctx, op, c, ref, info.ExtVirtualLinkInfo, nil, nil)
 	return err
 }
 
@@ -796,7 +821,7 @@ func (d *Driver) ChangeExtConn(ctx context.Context, op *driverapi.Op) error {
 			links = append(links, n)
 		}
 	}
-	if _, err := d.refresh(ctx, op, c, ref, links, nil); err != nil {
+	if _, err := d.refresh(ctx, op, c, ref, links, req.ExtVirtualLinks, nil); err != nil {
 		return err
 	}
 	op.ChangedExtConnectivity = nil

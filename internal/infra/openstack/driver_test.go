@@ -772,3 +772,35 @@ func TestReauthentication(t *testing.T) {
 		t.Errorf("bad password: %v", err)
 	}
 }
+
+func TestChangeExtConn(t *testing.T) {
+	h := newHarness(t)
+	h.instantiate()
+	before := clone(t, h.inst.InstantiatedVnfInfo)
+	r := h.start(model.OpChangeExtConn, &model.ChangeExtVnfConnectivityRequest{ExtVirtualLinks: []model.ExtVirtualLinkData{
+		{ID: "ext-workers", ResourceID: vipNetID, ExtCps: []model.VnfExtCpData{{CpdID: "workerNode_CP1"}}}}})
+	op := r.step("infra.change_ext_conn", h.d.ChangeExtConn)
+	info := op.Instance.InstantiatedVnfInfo
+	for _, w := range workers(info) {
+		if a := addrOf(t, w); !strings.HasPrefix(a, "10.77.9.") {
+			t.Errorf("worker %s address %s, want one on the new network", w.ID, a)
+		}
+	}
+	for _, v := range info.VnfcResourceInfo {
+		if v.VduID == "masterNode" && !strings.HasPrefix(addrOf(t, v), "10.77.0.") {
+			t.Errorf("master moved: %s", addrOf(t, v))
+		}
+	}
+	if len(op.ChangedExtConnectivity) != 1 || op.ChangedExtConnectivity[0].ID != "ext-workers" || len(op.ChangedExtConnectivity[0].ExtLinkPorts) != 2 {
+		t.Errorf("changedExtConnectivity %s", jsonOf(t, op.ChangedExtConnectivity))
+	}
+	ch := changes(op)
+	for _, w := range workers(before) {
+		if ch[w.ID] != "MODIFIED" {
+			t.Errorf("worker %s change %q", w.ID, ch[w.ID])
+		}
+	}
+	if len(ch) != 2 {
+		t.Errorf("changes %v", ch)
+	}
+}

@@ -1,0 +1,159 @@
+package openstack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg"
+	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg/vnfpkgtest"
+)
+
+type csarPackage struct{ p *vnfpkg.Package }
+
+func (c csarPackage) ReadFile(path string) ([]byte, error) { return c.p.ReadFile(path) }
+
+func (c csarPackage) HeatTemplate(flavourID string) (string, []byte, map[string]string, error) {
+	ht, err := c.p.HeatTemplate(flavourID)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return ht.Path, ht.Template, ht.Files, nil
+}
+
+// Every flavour of every sample package (samples/) instantiates, scales
+// and terminates on the simulator with the parameters the driver builds
+// from its VNFD and base HOT.
+func TestSamplePackages(t *testing.T) {
+	for _, name := range vnfpkgtest.Samples {
+		b := vnfpkgtest.CSAR(t, name)
+		pkg, err := vnfpkg.Open(bytes.NewReader(b), int64(len(b)), vnfpkg.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		vnfd := pkg.Summary()
+		for _, fid := range slices.Sorted(maps.Keys(vnfd.Flavours)) {
+			fl := vnfd.Flavours[fid]
+			if fl.HOT == nil {
+				continue
+			}
+			t.Run(name+"/"+fid, func(t *testing.T) { testSample(t, vnfd, fl, csarPackage{pkg}) })
+		}
+	}
+}
+
+func testSample(t *testing.T, vnfd *model.Vnfd, fl *model.Flavour, pkg driverapi.Package) {
+	h := newHarness(t)
+	var cps []model.VnfExtCpData
+	for _, id := range slices.Sorted(maps.Keys(fl.ExtCPs)) {
+		cps = append(cps, model.VnfExtCpData{CpdID: id})
+	}
+	req := &model.InstantiateVnfRequest{FlavourID: fl.ID,
+		ExtVirtualLinks:  []model.ExtVirtualLinkData{{ID: "ext", ResourceID: netID, ExtCps: cps}},
+		AdditionalParams: map[string]any{"node_password": "pw", "node_username": "k8s"}}
+	levels := map[string]int{}
+	if l := fl.InstantiationLevels[fl.DefaultInstantiationLevel]; l != nil {
+		levels = l.ScaleLevels
+	}
+	in := &model.VnfInstance{ID: uuid.NewString(), VnfdID: vnfd.ID, VimConnectionInfo: []model.VimConnectionInfo{h.vim},
+		InstantiatedVnfInfo: &model.InstantiatedVnfInfo{FlavourID: fl.ID, AdditionalParams: req.AdditionalParams}}
+	for _, a := range slices.Sorted(maps.Keys(fl.ScalingAspects)) {
+		in.InstantiatedVnfInfo.ScaleStatus = append(in.InstantiatedVnfInfo.ScaleStatus, model.ScaleInfo{AspectID: a, ScaleLevel: levels[a]})
+	}
+	newOp := func(operation string, req any, ap map[string]any) *driverapi.Op {
+		return &driverapi.Op{ID: uuid.NewString(), Operation: operation, Instance: in, Vnfd: vnfd, Flavour: fl, Package: pkg,
+			Vim: &in.VimConnectionInfo[0], Request: req, AdditionalParams: ap, Previous: map[string]json.RawMessage{},
+			Scratch: map[string]json.RawMessage{}, ResourceChanges: &model.ResourceChanges{}, Progress: (&journal{}).progress("x")}
+	}
+	op := newOp(model.OpInstantiate, req, req.AdditionalParams)
+	if err := h.d.Instantiate(context.Background(), op); err != nil {
+		t.Fatalf("instantiate: %v", err)
+	}
+	check := func(what string) {
+		t.Helper()
+		info := in.InstantiatedVnfInfo
+		lv := levelsOf(info)
+		count := map[string]int{}
+		for _, v := range info.VnfcResourceInfo {
+			count[v.VduID]++
+			vdu := fl.VDUs[v.VduID]
+			if vdu == nil {
+				t.Errorf("%s: VNFC %s of unknown VDU %s", what, v.ID, v.VduID)
+				continue
+			}
+			if len(v.VnfcCpInfo) != len(vdu.CPs) {
+				t.Errorf("%s: VNFC %s has CPs %d, VDU %s has %d", what, v.ID, len(v.VnfcCpInfo), v.VduID, len(vdu.CPs))
+			}
+			for _, cp := range v.VnfcCpInfo {
+				if !slices.ContainsFunc(vdu.CPs, func(c model.VduCP) bool { return c.ID == cp.CpdID }) {
+					t.Errorf("%s: VNFC %s CP %s is not a CP of VDU %s", what, v.ID, cp.CpdID, v.VduID)
+				}
+			}
+		}
+		for id := range fl.VDUs {
+			if want := fl.Instances(id, lv); count[id] != want {
+				t.Errorf("%s: %d VNFCs of %s, want %d", what, count[id], id, want)
+			}
+		}
+		if len(h.simServers()) != len(info.VnfcResourceInfo) {
+			t.Errorf("%s: %d servers, %d VNFCs", what, len(h.simServers()), len(info.VnfcResourceInfo))
+		}
+		for id := range fl.VipCPs {
+			if !slices.ContainsFunc(info.ExtCpInfo, func(e model.ExtCpInfo) bool { return e.CpdID == id }) {
+				t.Errorf("%s: no extCpInfo for VIP %s", what, id)
+			}
+		}
+		if len(info.VirtualLinkResourceInfo) != len(fl.VirtualLinks) {
+			t.Errorf("%s: virtual links %+v, VNFD has %d", what, info.VirtualLinkResourceInfo, len(fl.VirtualLinks))
+		}
+	}
+	check("instantiate")
+	if len(fl.VirtualLinks) > 0 && len(op.ResourceChanges.AffectedVirtualLinks) != len(fl.VirtualLinks) {
+		t.Errorf("affected virtual links %v", op.ResourceChanges.AffectedVirtualLinks)
+	}
+	for _, aspect := range slices.Sorted(maps.Keys(fl.ScalingAspects)) {
+		a := fl.ScalingAspects[aspect]
+		for _, typ := range []string{model.ScaleOut, model.ScaleIn} {
+			if typ == model.ScaleOut && levels[aspect] >= a.MaxScaleLevel {
+				continue
+			}
+			one := 1
+			sreq := &model.ScaleVnfRequest{Type: typ, AspectID: aspect, NumberOfSteps: &one}
+			op := newOp(model.OpScale, sreq, nil)
+			op.Previous["scaleStatus"], _ = json.Marshal(in.InstantiatedVnfInfo.ScaleStatus)
+			for i := range in.InstantiatedVnfInfo.ScaleStatus {
+				if s := &in.InstantiatedVnfInfo.ScaleStatus[i]; s.AspectID == aspect {
+					if typ == model.ScaleOut {
+						s.ScaleLevel++
+					} else {
+						s.ScaleLevel--
+					}
+				}
+			}
+			victims, err := ScaleInVictims(op)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.d.Scale(context.Background(), op); err != nil {
+				t.Fatalf("%s %s: %v", typ, aspect, err)
+			}
+			check(typ + " " + aspect)
+			if typ == model.ScaleIn && (len(victims) == 0 || slices.ContainsFunc(in.InstantiatedVnfInfo.VnfcResourceInfo, func(v model.VnfcResourceInfo) bool { return slices.Contains(victims, v.ID) })) {
+				t.Errorf("scale in %s: victims %v", aspect, victims)
+			}
+		}
+	}
+	if err := h.d.Terminate(context.Background(), newOp(model.OpTerminate, &model.TerminateVnfRequest{TerminationType: "FORCEFUL"}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.simServers()) != 0 || len(h.stacksNamed(StackName(in.ID))) != 0 {
+		t.Error("terminate left resources")
+	}
+}
