@@ -245,7 +245,7 @@ func (s *Sim) bootServer(ctx context.Context, sv *server, failMsg string) error 
 	if p != nil && s.opts.Hosts != nil {
 		spec = testhosts.HostSpec{
 			Name: hostKey(sv), Hostname: sv.hostname, IP: ip, MAC: p.mac, Users: cc.users, HostKeys: keys,
-			NoPasswordAuth: cc.pwauth != nil && !*cc.pwauth,
+			NoPasswordAuth: cc.pwauth != nil && !*cc.pwauth, NoPeers: true,
 		}
 	}
 	s.mu.Unlock()

@@ -71,6 +71,9 @@ type HostSpec struct {
 	HostKeys []HostKey
 	// ExtraHosts are extra /etc/hosts lines.
 	ExtraHosts []string
+	// NoPeers leaves the network's other hosts out of /etc/hosts (only
+	// localhost, the host itself and ExtraHosts), like a cloud VM.
+	NoPeers bool
 }
 
 // Host is one test host. Name, Hostname, IP and NetNS never change; the host

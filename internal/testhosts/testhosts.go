@@ -395,14 +395,15 @@ func (n *Network) unregister(h *Host) {
 	}
 }
 
-// etcHosts renders /etc/hosts for h: localhost, every host of the network
-// known at this moment, and h's extra entries.
+// etcHosts renders /etc/hosts for h: localhost, h itself, every other host
+// of the network known at this moment (unless NoPeers), and h's extra
+// entries.
 func (n *Network) etcHosts(h *Host) string {
 	var b strings.Builder
 	b.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
 	fmt.Fprintf(&b, "%s\t%s\n", h.IP, h.Hostname)
 	for _, o := range n.Hosts() {
-		if o != h {
+		if o != h && !h.spec.NoPeers {
 			fmt.Fprintf(&b, "%s\t%s\n", o.IP, o.Hostname)
 		}
 	}
