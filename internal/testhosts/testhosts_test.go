@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -28,8 +29,11 @@ func rootNetState(t *testing.T) string {
 		}
 		b.WriteString(strings.Join(args, " ") + ":\n" + string(out))
 	}
-	return b.String()
+	// Address and route lifetimes (DHCP, router advertisements) count down.
+	return lifetimes.ReplaceAllString(b.String(), "")
 }
+
+var lifetimes = regexp.MustCompile(`(valid_lft|preferred_lft|expires) \S+`)
 
 func netnsWithPrefix(t *testing.T, prefix string) []string {
 	t.Helper()
