@@ -15,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/orchestration/v1/stackresources"
@@ -97,6 +98,19 @@ func TestAuth(t *testing.T) {
 		if resp.StatusCode != 401 {
 			t.Errorf("GET %s with bogus token: %d", u, resp.StatusCode)
 		}
+	}
+
+	// Token validation through the identity client.
+	idc, err := openstack.NewIdentityV3(e.provider, gophercloud.EndpointOpts{Region: "RegionOne"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := tokens.Get(ctx, idc, e.provider.Token()).ExtractUser()
+	if err != nil || u.Name != "admin" {
+		t.Errorf("tokens.Get: %+v %v", u, err)
+	}
+	if _, err := tokens.Get(ctx, idc, "nope").ExtractUser(); errCode(err) != 404 {
+		t.Errorf("tokens.Get of a bogus token: %v", err)
 	}
 
 	// Revoked tokens: gophercloud re-authenticates on the 401.
@@ -944,5 +958,28 @@ func TestNovaAPI(t *testing.T) {
 	pp, _ := ports.List(e.neutron, nil).AllPages(ctx)
 	if pl, _ := ports.ExtractPorts(pp); len(pl) != 0 {
 		t.Errorf("nova-made port left: %d", len(pl))
+	}
+}
+
+// TestStockCreateOpts uses gophercloud's own CreateOpts (template and
+// environment as text, parameters, tags).
+func TestStockCreateOpts(t *testing.T) {
+	e := newEnv(t, ossim.Options{})
+	ctx := context.Background()
+	tmpl := new(stacks.Template)
+	tmpl.Bin = []byte(fmt.Sprintf(simpleTemplate, ""))
+	env := new(stacks.Environment)
+	env.Bin = []byte("parameter_defaults:\n  count: 3\n")
+	cs, err := stacks.Create(ctx, e.heat, stacks.CreateOpts{Name: "stock", TemplateOpts: tmpl, EnvironmentOpts: env,
+		Parameters: map[string]any{}, Timeout: 5, Tags: []string{"a", "b"}}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := e.wait("stock", cs.ID, "CREATE_COMPLETE")
+	if st.Parameters["count"] != "3" || !slices.Equal(st.Tags, []string{"a", "b"}) || st.Timeout != 5 {
+		t.Errorf("stack: params %v tags %v timeout %d", st.Parameters, st.Tags, st.Timeout)
+	}
+	if ip, _ := st.Outputs[0]["output_value"].(string); !strings.HasPrefix(ip, "10.77.0.") {
+		t.Errorf("outputs: %v", st.Outputs)
 	}
 }
