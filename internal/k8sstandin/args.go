@@ -67,11 +67,12 @@ func parseFlags(args []string, spec flagSpec) (*parsedArgs, error) {
 		if strings.HasPrefix(a, "--") {
 			name, val, hasVal = strings.Cut(a[2:], "=")
 		} else {
-			n, v, hv := strings.Cut(a[1:], "=")
-			if len(n) > 1 && !hv {
-				// -oyaml / -njson style: a short flag glued to its value.
-				if long, ok := spec.short[n[:1]]; ok && spec.values[long] {
-					n, v, hv = n[:1], n[1:], true
+			body := a[1:]
+			n, v, hv := strings.Cut(body, "=")
+			if len(body) > 1 && body[1] != '=' {
+				// -oyaml / -ojsonpath={...} style: a short flag glued to its value.
+				if long, ok := spec.short[body[:1]]; ok && spec.values[long] {
+					n, v, hv = body[:1], body[1:], true
 				}
 			}
 			long, ok := spec.short[n]
