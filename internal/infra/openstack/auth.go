@@ -177,13 +177,6 @@ func (cc *clientCache) get(ctx context.Context, d *Driver, a access) (*clients, 
 	}
 }
 
-// forget drops cached clients of a (e.g. after the VIM refused the token).
-func (cc *clientCache) forget(a access) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	delete(cc.m, a.key())
-}
-
 func (d *Driver) clientsFor(ctx context.Context, a access) (*clients, error) {
 	return d.cache.get(ctx, d, a)
 }

@@ -191,6 +191,12 @@ func (d *Driver) discover(ctx context.Context, c *clients, s stackRef, in discov
 	err = parallel(ctx, len(srvPl), 8, func(i int) error {
 		h := srvPl[i].server
 		sv, err := servers.Get(ctx, c.nova, h.PhysicalID).Extract()
+		if isNotFound(err) {
+			// Deleted behind Heat's back: still a VNFC of the stack (a heal
+			// replaces it).
+			srvs[i].server = &servers.Server{ID: h.PhysicalID, Status: "NOT_FOUND"}
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("Nova: server %s (%s): %w", h.PhysicalID, strings.Join(h.path, "/"), err)
 		}

@@ -237,7 +237,7 @@ func (d *Driver) ensureCreated(ctx context.Context, op *driverapi.Op, c *clients
 			return ref, err
 		default:
 			d.log(op).Info("deleting the failed stack of an earlier attempt", "stack", name, "status", s.Status, "reason", s.StatusReason)
-			if err := d.deleteAndWait(ctx, op, c, ref, node); err != nil {
+			if err := d.deleteAndWait(ctx, op, c, ref, s.Status, node); err != nil {
 				return ref, err
 			}
 		}
@@ -261,15 +261,18 @@ func (d *Driver) ensureCreated(ctx context.Context, op *driverapi.Op, c *clients
 	return ref, err
 }
 
-// deleteAndWait deletes a stack and waits until it is gone (a second
-// delete is tried once if Heat reports DELETE_FAILED).
-func (d *Driver) deleteAndWait(ctx context.Context, op *driverapi.Op, c *clients, ref stackRef, node string) error {
+// deleteAndWait deletes a stack (unless status says a delete is already
+// running) and waits until it is gone; a second delete is tried once if
+// Heat reports DELETE_FAILED.
+func (d *Driver) deleteAndWait(ctx context.Context, op *driverapi.Op, c *clients, ref stackRef, status, node string) error {
 	p := progress{op}
 	note := func(st string) { p.note(ctx, node, "Heat stack "+ref.Name+": "+st) }
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
-		if err = deleteStack(ctx, c, ref); err != nil {
-			return err
+		if attempt > 0 || status != "DELETE_IN_PROGRESS" {
+			if err = deleteStack(ctx, c, ref); err != nil {
+				return err
+			}
 		}
 		if _, err = d.waitStack(ctx, c, ref, waitOpts{mode: waitGone, note: note}); err == nil {
 			return nil
@@ -759,7 +762,7 @@ func (d *Driver) healEntire(ctx context.Context, op *driverapi.Op, info *model.I
 			if err := p.start(ctx, nodeHealDelete, "deleting Heat stack "+name); err != nil {
 				return err
 			}
-			if err := d.deleteAndWait(ctx, op, c, stackRef{Name: s.Name, ID: s.ID}, nodeHealDelete); err != nil {
+			if err := d.deleteAndWait(ctx, op, c, stackRef{Name: s.Name, ID: s.ID}, s.Status, nodeHealDelete); err != nil {
 				return err
 			}
 		}
@@ -881,7 +884,7 @@ func (d *Driver) removeStack(ctx context.Context, op *driverapi.Op) error {
 		if cancelled(op) {
 			return driverapi.ErrCancelled
 		}
-		if err := d.deleteAndWait(ctx, op, c, stackRef{Name: s.Name, ID: s.ID}, ""); err != nil {
+		if err := d.deleteAndWait(ctx, op, c, stackRef{Name: s.Name, ID: s.ID}, s.Status, ""); err != nil {
 			return err
 		}
 		d.log(op).Info("stack deleted", "stack", name, "id", s.ID)

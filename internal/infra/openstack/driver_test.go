@@ -804,3 +804,65 @@ func TestChangeExtConn(t *testing.T) {
 		t.Errorf("changes %v", ch)
 	}
 }
+
+// A step that finished in the VIM but crashed before the engine persisted
+// its result runs again from the old working copy: nothing is done twice,
+// and the result is the same.
+func TestRerunAfterLostResult(t *testing.T) {
+	h := newHarness(t)
+	h.instantiate()
+	h.scale(model.ScaleOut, 2, nil)
+
+	// Heal one VNFC.
+	target := workers(h.inst.InstantiatedVnfInfo)[0]
+	r := h.start(model.OpHeal, &model.HealVnfRequest{VnfcInstanceID: []string{target.ID}})
+	saved := r.work
+	first := r.step("infra.heal", h.d.Heal)
+	healedServer := ""
+	for _, v := range first.Instance.InstantiatedVnfInfo.VnfcResourceInfo {
+		if v.ID == target.ID {
+			healedServer = v.ComputeResource.ResourceID
+		}
+	}
+	r.work = saved // the result was lost
+	second := r.step("infra.heal", h.d.Heal)
+	for _, v := range second.Instance.InstantiatedVnfInfo.VnfcResourceInfo {
+		if v.ID == target.ID && v.ComputeResource.ResourceID != healedServer {
+			t.Errorf("healed twice: server %s, first heal made %s", v.ComputeResource.ResourceID, healedServer)
+		}
+	}
+	if ch := changes(second); len(ch) != 1 || ch[target.ID] != "MODIFIED" {
+		t.Errorf("re-run changes %v", ch)
+	}
+	r.finish()
+
+	// Scale in.
+	one := 1
+	r = h.start(model.OpScale, &model.ScaleVnfRequest{Type: model.ScaleIn, AspectID: "worker_instance", NumberOfSteps: &one})
+	saved = r.work
+	first = r.step("infra.scale", h.d.Scale)
+	r.work = saved
+	second = r.step("infra.scale", h.d.Scale)
+	if a, b := vnfcIDs(first.Instance.InstantiatedVnfInfo.VnfcResourceInfo), vnfcIDs(second.Instance.InstantiatedVnfInfo.VnfcResourceInfo); !slices.Equal(a, b) || len(workers(second.Instance.InstantiatedVnfInfo)) != 3 {
+		t.Errorf("scale-in re-run: %v, first run %v", b, a)
+	}
+	if c1, c2 := changes(first), changes(second); len(c2) != 1 || jsonOf(t, c1) != jsonOf(t, c2) {
+		t.Errorf("scale-in re-run changes %v, first run %v", c2, c1)
+	}
+}
+
+func TestStackTimeout(t *testing.T) {
+	h := newHarness(t)
+	h.d = New(Options{PollMin: 5 * time.Millisecond, PollMax: 20 * time.Millisecond, StackTimeout: 300 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)})
+	h.sim.SetFaults(ossim.Faults{SlowStacks: []ossim.StackDelay{{Delay: ossim.Duration(3 * time.Second)}}})
+	r := h.start(model.OpInstantiate, instantiateRequest())
+	t0 := time.Now()
+	_, err := r.attempt(context.Background(), "infra.instantiate", h.d.Instantiate)
+	if err == nil || !strings.Contains(err.Error(), "did not finish within 300ms (last status CREATE_IN_PROGRESS)") {
+		t.Errorf("err = %v", err)
+	}
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Errorf("the wait took %s", d)
+	}
+}
