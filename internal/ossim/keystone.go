@@ -219,7 +219,7 @@ func (s *Sim) issueToken(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	now := s.now()
+	now := time.Now().UTC() // tokens live in real time, whatever Options.Now says
 	t := &token{
 		id:      "gAAAAA" + randomHex(40),
 		account: acct,
@@ -246,7 +246,7 @@ func contains(list []string, v string) bool {
 // validToken returns a live token (s.mu held).
 func (s *Sim) validToken(id string) *token {
 	t := s.tokens[id]
-	if t == nil || t.revoked || !s.now().Before(t.expires) {
+	if t == nil || t.revoked || !time.Now().Before(t.expires) {
 		return nil
 	}
 	return t

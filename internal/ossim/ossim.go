@@ -106,9 +106,10 @@ type Options struct {
 	// a cloud image prepared for password login.
 	ServerUser     string
 	ServerPassword string
-	// Now is the clock for timestamps (default time.Now). Heat reports times
-	// in whole seconds, and orders group members by (creation time, name)
-	// like Heat; tests may use a clock that ticks a second per call.
+	// Now is the clock for resource timestamps (default time.Now; tokens
+	// always use real time). Heat reports times in whole seconds and orders
+	// group members by (creation time, name); tests may use a clock that
+	// ticks a second per call to make "oldest" unambiguous.
 	Now func() time.Time
 	// Logf, when set, receives a line per notable event.
 	Logf func(format string, args ...any)

@@ -135,7 +135,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestTokenExpiry(t *testing.T) {
-	e := newEnv(t, ossim.Options{TokenTTL: time.Second, Now: time.Now})
+	e := newEnv(t, ossim.Options{TokenTTL: time.Second})
 	ctx := context.Background()
 	tok := e.provider.Token()
 	time.Sleep(1100 * time.Millisecond)
