@@ -12,7 +12,7 @@ TESTFLAGS ?=
 SHELL_SCRIPTS := $(wildcard scripts/*.sh) .ci/run
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test lint bench migrate-up image clean
+.PHONY: help build run test lint bench migrate-up image clean samples
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -35,6 +35,9 @@ lint: ## gofmt, go vet, shellcheck
 
 bench: ## run the Go benchmarks (no tests)
 	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./...
+
+samples: ## zip the sample VNF packages under samples/ into bin/samples/*.zip (CSARs with TOSCA.meta hashes)
+	scripts/make-samples.sh bin/samples
 
 migrate-up: build ## apply pending migrations (DATABASE_URL, else the embedded PostgreSQL in VNFM_DATA_DIR)
 	$(BIN) migrate up

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/api"
@@ -120,6 +122,14 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 	pkgs := packages.New(packages.Config{Store: st, Box: box, Parse: parse, Logger: log})
 	defer pkgs.Wait()
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s (VNFM_LISTEN): %w", cfg.Listen, err)
+	}
+	defer ln.Close() // on early returns; Serve/Shutdown close it otherwise
+	if strings.HasSuffix(cfg.EndpointURL, ":0") { // derived from VNFM_LISTEN=...:0: use the port we got
+		cfg.EndpointURL = strings.TrimSuffix(cfg.EndpointURL, "0") + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	}
 	notifier := notify.New(notify.Config{Store: st, Box: box, BaseURL: cfg.EndpointURL, Logger: log, Metrics: m,
 		BackoffMin: cfg.NotifyBackoffMin, BackoffMax: cfg.NotifyBackoffMax, RetryFor: cfg.NotifyRetryFor, Poll: cfg.Poll})
 	apiCfg := api.Config{Service: svc, Packages: pkgs, EndpointURL: cfg.EndpointURL, Logger: log, Metrics: m,
@@ -134,10 +144,6 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	handler, err := api.New(ctx, apiCfg)
 	if err != nil {
 		return err
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s (VNFM_LISTEN): %w", cfg.Listen, err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 	errc := make(chan error, 1)
