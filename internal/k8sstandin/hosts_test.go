@@ -453,3 +453,78 @@ func TestHAControlPlaneOnHosts(t *testing.T) {
 		}
 	}
 }
+
+func parseResults(out string) map[string]string {
+	res := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if kv, ok := strings.CutPrefix(l, "VNFM_RESULT "); ok {
+			k, v, _ := strings.Cut(kv, "=")
+			res[k] = v
+		}
+	}
+	return res
+}
+
+// TestInstallScriptOnHosts runs scripts/install_k8s_cluster.sh as the
+// driver would: it finds the stand-in, skips the packages and drives its
+// kubeadm; re-runs change nothing.
+func TestInstallScriptOnHosts(t *testing.T) {
+	c := newCluster(t, "kstc", "10.77.53.0/24", "m1", "m2", "w1")
+	script, err := os.ReadFile("../../scripts/install_k8s_cluster.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range c.hosts {
+		cmd := h.Command(context.Background(), "sh", "-c", "cat > /tmp/install_k8s_cluster.sh && chmod 755 /tmp/install_k8s_cluster.sh")
+		cmd.Stdin = strings.NewReader(string(script))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("copy script: %v %s", err, out)
+		}
+	}
+	m1, m2, w1 := c.ip("m1"), c.ip("m2"), c.ip("w1")
+	masters := m1 + "," + m2
+	out := c.mustRun("m1", "bash /tmp/install_k8s_cluster.sh -m "+masters+" -i "+m1+" --api-port 6443 -p 10.244.0.0/16")
+	r := parseResults(out)
+	if r["status"] != "installed" || r["role"] != "main-master" || r["standin"] != "true" || r["node_name"] != "m1" ||
+		r["api_endpoint"] != "https://"+m1+":6443" || !strings.HasPrefix(r["ca_cert_hash"], "sha256:") ||
+		len(r["certificate_key"]) != 64 || r["join_token"] == "" || !strings.Contains(out, "Install Success!") {
+		t.Fatalf("main master results %v\n%s", r, out)
+	}
+	caPEM, err := base64.StdEncoding.DecodeString(r["ca_cert_b64"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca, err := k8sstandin.ParseCertPEM(caPEM); err != nil || k8sstandin.CACertHash(ca) != r["ca_cert_hash"] {
+		t.Fatalf("ca_cert_b64 does not match ca_cert_hash: %v", err)
+	}
+	// Idempotent: a re-run does not init again but hands out fresh credentials.
+	r2 := parseResults(c.mustRun("m1", "bash /tmp/install_k8s_cluster.sh -m "+masters+" -i "+m1+" --api-port 6443"))
+	if r2["status"] != "already-installed" || r2["join_token"] == r["join_token"] || r2["ca_cert_hash"] != r["ca_cert_hash"] {
+		t.Fatalf("re-run results %v", r2)
+	}
+	bareHash := strings.TrimPrefix(r2["ca_cert_hash"], "sha256:") // Tacker passes the bare hex
+	out = c.mustRun("m2", fmt.Sprintf("bash /tmp/install_k8s_cluster.sh -m %s -i %s --api-port 6443 -t %s -s %s -k %s",
+		masters, m1, r2["join_token"], bareHash, r2["certificate_key"]))
+	if r := parseResults(out); r["status"] != "installed" || r["role"] != "control-plane" || r["node_ip"] != m2 {
+		t.Fatalf("control-plane join results %v\n%s", r, out)
+	}
+	workerCmd := fmt.Sprintf("bash /tmp/install_k8s_cluster.sh -w %s -i %s -t %s -s %s", w1, m1, r2["join_token"], r2["ca_cert_hash"])
+	if r := parseResults(c.mustRun("w1", workerCmd)); r["status"] != "installed" || r["role"] != "worker" || r["node_name"] != "w1" {
+		t.Fatalf("worker results %v", r)
+	}
+	if r := parseResults(c.mustRun("w1", workerCmd)); r["status"] != "already-installed" {
+		t.Fatalf("worker re-run results %v", r)
+	}
+	// The driver's user got a kubeconfig on the masters.
+	for _, h := range []string{"m1", "m2"} {
+		nodes := readyNodes(t, c.mustRun(h, "kubectl get nodes -o json"))
+		if len(nodes) != 3 || !nodes["m1"] || !nodes["m2"] || !nodes["w1"] {
+			t.Fatalf("nodes seen from %s: %v", h, nodes)
+		}
+	}
+	// Failures exit non-zero with a status=failed line.
+	out, err = c.run("w1", "bash /tmp/install_k8s_cluster.sh -w "+w1+" -i "+m1)
+	if err == nil || parseResults(out)["status"] != "failed" || !strings.Contains(out, "-t (token) is required") {
+		t.Fatalf("worker without token: err=%v\n%s", err, out)
+	}
+}
