@@ -665,3 +665,22 @@ func TestValidation(t *testing.T) {
 		})
 	}
 }
+
+func TestInstantiateValidatesExtCpds(t *testing.T) {
+	w := newWorld(t)
+	pkg := lcmtest.SamplePackage()
+	pkg.Vnfd.Flavours["simple"].ExtCPs = map[string]*model.ExtCP{"master_ext_cp": {}, "worker_ext_cp": {}}
+	if err := w.st.PutPackage(context.Background(), pkg); err != nil {
+		t.Fatal(err)
+	}
+	id := w.instance()
+	_, err := w.svc.Instantiate(context.Background(), id, []byte(`{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"`+lcmtest.VimType+`"}],
+		"extVirtualLinks":[{"id":"net0","resourceId":"n","extCps":[{"cpdId":"nope"}]}]}`))
+	if !isKind(err, lcm.KindInvalid) || !strings.Contains(err.Error(), "master_ext_cp, worker_ext_cp") {
+		t.Fatalf("unknown cpdId: %v", err)
+	}
+	if _, err := w.svc.Instantiate(context.Background(), id, []byte(`{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"`+lcmtest.VimType+`"}],
+		"extVirtualLinks":[{"id":"net0","resourceId":"n","extCps":[{"cpdId":"worker_ext_cp"}]}]}`)); err != nil {
+		t.Fatalf("known cpdId refused: %v", err)
+	}
+}

@@ -240,7 +240,18 @@ func (s *Service) Instantiate(ctx context.Context, id string, raw []byte) (*stor
 	}
 	if req.InstantiationLevelID != "" {
 		if _, ok := fl.InstantiationLevels[req.InstantiationLevelID]; !ok {
-			return nil, errorf(KindInvalid, "instantiationLevelId %q is not defined in flavour %q", req.InstantiationLevelID, fl.ID)
+			return nil, errorf(KindInvalid, "instantiationLevelId %q is not defined in flavour %q; use one of: %s",
+				req.InstantiationLevelID, fl.ID, strings.Join(sortedKeys(fl.InstantiationLevels), ", "))
+		}
+	}
+	if len(fl.ExtCPs) > 0 {
+		for _, l := range req.ExtVirtualLinks {
+			for _, cp := range l.ExtCps {
+				if _, ok := fl.ExtCPs[cp.CpdID]; !ok {
+					return nil, errorf(KindInvalid, "extVirtualLinks %q: cpdId %q is not an external connection point of flavour %q; use one of: %s",
+						l.ID, cp.CpdID, fl.ID, strings.Join(sortedKeys(fl.ExtCPs), ", "))
+				}
+			}
 		}
 	}
 	if len(req.VimConnectionInfo) > 1 {
