@@ -46,12 +46,24 @@ func tickingClock() func() time.Time {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	sim, err := ossim.New(ossim.Options{Latency: 5 * time.Millisecond, Now: tickingClock(),
-		Networks: []ossim.NetworkSpec{
-			{Name: "net0", ID: netID, CIDR: "10.77.0.0/24", Shared: true},
-			{Name: "vipnet", ID: vipNetID, CIDR: "10.77.9.0/24", Shared: true},
-			{Name: "public", CIDR: "10.77.100.0/24", External: true, Shared: true},
-		}})
+	return newHarnessWith(t, ossim.Options{})
+}
+
+// newHarnessWith starts a simulator with opts plus the test networks.
+func newHarnessWith(t *testing.T, opts ossim.Options) *harness {
+	t.Helper()
+	if opts.Latency == 0 {
+		opts.Latency = 5 * time.Millisecond
+	}
+	if opts.Now == nil {
+		opts.Now = tickingClock()
+	}
+	opts.Networks = []ossim.NetworkSpec{
+		{Name: "net0", ID: netID, CIDR: "10.77.0.0/24", Shared: true},
+		{Name: "vipnet", ID: vipNetID, CIDR: "10.77.9.0/24", Shared: true},
+		{Name: "public", CIDR: "10.77.100.0/24", External: true, Shared: true},
+	}
+	sim, err := ossim.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
