@@ -130,19 +130,41 @@ func cancelled(op *driverapi.Op) bool {
 	return op.CancelRequested != nil && op.CancelRequested()
 }
 
+// osVim is the OpenStack VIM connection of the operation: op.Vim, or the
+// instance's first OpenStack connection when op.Vim is of another type.
+func osVim(op *driverapi.Op) *model.VimConnectionInfo {
+	isOS := func(t string) bool {
+		switch strings.ToUpper(strings.TrimSpace(t)) {
+		case "OPENSTACK", VimType, "ETSINFV.OPENSTACK_KEYSTONE.V3":
+			return true
+		}
+		return false
+	}
+	if op.Vim == nil || isOS(op.Vim.VimType) || op.Instance == nil {
+		return op.Vim
+	}
+	for i := range op.Instance.VimConnectionInfo {
+		if v := &op.Instance.VimConnectionInfo[i]; isOS(v.VimType) {
+			return v
+		}
+	}
+	return op.Vim
+}
+
 func vimID(op *driverapi.Op) string {
-	if op.Vim == nil {
+	v := osVim(op)
+	if v == nil {
 		return ""
 	}
-	if op.Vim.ID != "" {
-		return op.Vim.ID
+	if v.ID != "" {
+		return v.ID
 	}
-	return op.Vim.VimID
+	return v.VimID
 }
 
 // connect returns the clients of the operation's VIM.
 func (d *Driver) connect(ctx context.Context, op *driverapi.Op) (*clients, error) {
-	a, err := accessOf(op.Vim)
+	a, err := accessOf(osVim(op))
 	if err != nil {
 		return nil, err
 	}
@@ -865,7 +887,7 @@ func (d *Driver) RollbackInstantiate(ctx context.Context, op *driverapi.Op) erro
 
 func (d *Driver) removeStack(ctx context.Context, op *driverapi.Op) error {
 	info := op.Instance.InstantiatedVnfInfo
-	if op.Vim == nil {
+	if osVim(op) == nil {
 		if info == nil || len(info.VnfcResourceInfo) == 0 {
 			return nil // nothing was ever made in a VIM
 		}
