@@ -54,6 +54,9 @@ CONTAINERD_VERSION="${CONTAINERD_VERSION:-1.7.24-1}"
 CALICO_VERSION="${CALICO_VERSION:-v3.28.2}"
 CALICO_MANIFEST="https://raw.githubusercontent.com/projectcalico/calico/${CALICO_VERSION}/manifests/calico.yaml"
 MARKER="${K8S_STANDIN_MARKER:-/etc/k8s-standin}"
+# Test hooks (bats): a root prefix for the state checks and another os-release.
+ETC_K8S="${K8S_INSTALL_ROOT:-}/etc/kubernetes"
+OS_RELEASE="${K8S_INSTALL_OS_RELEASE:-/etc/os-release}"
 
 PROG=install_k8s_cluster.sh
 MASTERS="" WORKER="" ENDPOINT="" POD_CIDR="192.168.0.0/16" SVC_CIDR="10.96.0.0/12"
@@ -208,9 +211,9 @@ install_packages() {
 		fi
 		return 0
 	fi
-	[[ -r /etc/os-release ]] || fail "cannot read /etc/os-release"
-	# shellcheck disable=SC1091
-	. /etc/os-release
+	[[ -r $OS_RELEASE ]] || fail "cannot read $OS_RELEASE"
+	# shellcheck disable=SC1090
+	. "$OS_RELEASE"
 	[[ ${ID:-} == ubuntu && ${VERSION_ID:-} =~ ^(22\.04|24\.04)$ ]] || fail "unsupported OS ${PRETTY_NAME:-unknown}: Ubuntu 22.04 or 24.04 is required"
 	local have
 	have=$(pkg_version kubeadm)
@@ -268,7 +271,7 @@ copy_kubeconfig() {
 	home=$(getent passwd "$user" | cut -d: -f6)
 	[[ -n $home ]] || return 0
 	as_root mkdir -p "$home/.kube"
-	as_root cp /etc/kubernetes/admin.conf "$home/.kube/config"
+	as_root cp "$ETC_K8S/admin.conf" "$home/.kube/config"
 	as_root chown "$(id -u "$user"):$(id -g "$user")" "$home/.kube" "$home/.kube/config"
 	as_root chmod 600 "$home/.kube/config"
 }
@@ -296,11 +299,11 @@ wait_node() {
 
 main_master() {
 	local endpoint="$ENDPOINT:$API_PORT" status=installed out
-	if [[ -f /etc/kubernetes/admin.conf ]] && kubectl_admin get node "$NODE_NAME" -o name >/dev/null 2>&1; then
+	if [[ -f $ETC_K8S/admin.conf ]] && kubectl_admin get node "$NODE_NAME" -o name >/dev/null 2>&1; then
 		log "the control plane is already initialised on this node; not running kubeadm init again"
 		status=already-installed
 	else
-		if [[ -e /etc/kubernetes/manifests/kube-apiserver.yaml || -e /etc/kubernetes/admin.conf ]]; then
+		if [[ -e $ETC_K8S/manifests/kube-apiserver.yaml || -e $ETC_K8S/admin.conf ]]; then
 			log "a previous kubeadm init did not finish: resetting this node first"
 			as_root kubeadm reset -f
 		fi
@@ -331,17 +334,17 @@ main_master() {
 	result join_token "$token"
 	result ca_cert_hash "$hash"
 	[[ -z $key ]] || result certificate_key "$key"
-	result ca_cert_b64 "$(as_root base64 -w0 /etc/kubernetes/pki/ca.crt)"
+	result ca_cert_b64 "$(as_root base64 -w0 "$ETC_K8S/pki/ca.crt")"
 }
 
 join_node() {
 	local endpoint="$ENDPOINT:$API_PORT" out
-	if [[ -f /etc/kubernetes/kubelet.conf ]]; then
+	if [[ -f $ETC_K8S/kubelet.conf ]]; then
 		log "this node has already joined the cluster; not running kubeadm join again"
 		results already-installed
 		return 0
 	fi
-	if [[ -e /etc/kubernetes/pki/ca.crt || -e /etc/kubernetes/manifests/kube-apiserver.yaml || -e /etc/kubernetes/manifests/etcd.yaml ]]; then
+	if [[ -e $ETC_K8S/pki/ca.crt || -e $ETC_K8S/manifests/kube-apiserver.yaml || -e $ETC_K8S/manifests/etcd.yaml ]]; then
 		log "a previous join did not finish: resetting this node first"
 		as_root kubeadm reset -f
 	fi

@@ -1,0 +1,311 @@
+#!/usr/bin/env bats
+# Tests of scripts/install_k8s_cluster.sh with stubbed commands: PATH starts
+# with a directory of stubs (kubeadm, kubectl, sudo, apt-get, systemctl...)
+# that log their calls to $STUB_LOG and never touch the machine. `id` says
+# uid 1000 so that every privileged step goes through the sudo stub, which
+# only logs system-changing commands. Run: bats test/bats
+
+SCRIPT="$BATS_TEST_DIRNAME/../../scripts/install_k8s_cluster.sh"
+HASH=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+KEY=fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210
+TOKEN=abcdef.0123456789abcdef
+
+setup() {
+	STUBS="$BATS_TEST_TMPDIR/stubs"
+	mkdir -p "$STUBS" "$BATS_TEST_TMPDIR/root" "$BATS_TEST_TMPDIR/home" "$BATS_TEST_TMPDIR/state"
+	export STUB_LOG="$BATS_TEST_TMPDIR/calls.log" STUB_STATE="$BATS_TEST_TMPDIR/state"
+	export K8S_INSTALL_ROOT="$BATS_TEST_TMPDIR/root" STUB_HOME="$BATS_TEST_TMPDIR/home"
+	export K8S_STANDIN_MARKER="$BATS_TEST_TMPDIR/k8s-standin"
+	export STUB_HOSTNAME=Node-1 STUB_IPS="10.0.0.11 "
+	touch "$STUB_LOG" "$K8S_STANDIN_MARKER"
+	unset http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY ha_flag
+
+	stub kubeadm <<-'EOF'
+		echo "kubeadm $* no_proxy=${no_proxy:-}" >>"$STUB_LOG"
+		k="$K8S_INSTALL_ROOT/etc/kubernetes"
+		case "$1 $2" in
+		"init phase") printf '[upload-certs] Storing the certificates\n[upload-certs] Using certificate key:\n%s\n' "${STUB_CERT_KEY:-fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210}" ;;
+		init*)
+			[ -z "${STUB_INIT_FAIL:-}" ] || { echo "[preflight] Some fatal errors occurred: boom"; exit 1; }
+			mkdir -p "$k/pki" "$k/manifests"; touch "$k/admin.conf" "$k/manifests/kube-apiserver.yaml"
+			echo "-----BEGIN CERTIFICATE-----" >"$k/pki/ca.crt"; touch "$STUB_STATE/initialized"
+			echo "Your Kubernetes control-plane has initialized successfully!" ;;
+		"token create") echo "kubeadm join 10.0.0.11:6443 --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef " ;;
+		join*)
+			[ -z "${STUB_JOIN_FAIL:-}" ] || { echo "error execution phase preflight: couldn't validate the identity of the API Server"; exit 1; }
+			mkdir -p "$k/pki"; touch "$k/kubelet.conf" "$k/pki/ca.crt"; echo "This node has joined the cluster:" ;;
+		reset*) rm -rf "$k"; echo "[reset] done" ;;
+		*) echo "kubeadm stub: unexpected $*" >&2; exit 2 ;;
+		esac
+	EOF
+	stub kubectl <<-'EOF'
+		echo "kubectl $*" >>"$STUB_LOG"
+		case " $* " in
+		*" get node "*) [ -e "$STUB_STATE/initialized" ] && echo "node/x" ;;
+		*) exit 0 ;;
+		esac
+	EOF
+	stub sudo <<-'EOF'
+		echo "sudo $*" >>"$STUB_LOG"
+		while [ "${1#-}" != "$1" ]; do shift; done
+		case $1 in
+		kubeadm | kubectl | base64) exec "$@" ;;
+		tee) cat >/dev/null ;;
+		esac
+		exit 0
+	EOF
+	stub id <<-'EOF'
+		case "$*" in
+		-un) echo ubuntu ;;
+		*) echo 1000 ;;
+		esac
+	EOF
+	stub hostname <<-'EOF'
+		if [ "${1:-}" = -I ]; then echo "$STUB_IPS"; else echo "$STUB_HOSTNAME"; fi
+	EOF
+	stub getent <<-'EOF'
+		echo "ubuntu:x:1000:1000::$STUB_HOME:/bin/bash"
+	EOF
+	stub dpkg-query <<-'EOF'
+		pkg=${!#}
+		case $pkg in
+		kubeadm) v=${STUB_KUBEADM_VERSION:-} ;;
+		containerd.io) v=${STUB_CONTAINERD_VERSION:-} ;;
+		*) v= ;;
+		esac
+		[ -n "$v" ] || exit 1
+		printf '%s' "$v"
+	EOF
+	stub containerd <<-'EOF'
+		echo "SystemdCgroup = false"
+	EOF
+	for c in apt-get apt-mark curl gpg systemctl swapoff modprobe sysctl; do
+		stub "$c" <<-'EOF'
+			echo "$(basename "$0") $*" >>"$STUB_LOG"
+		EOF
+	done
+	export PATH="$STUBS:$PATH"
+}
+
+stub() {
+	{
+		echo '#!/bin/bash'
+		cat
+	} >"$STUBS/$1"
+	chmod +x "$STUBS/$1"
+}
+
+# refute_log fails when the call log matches the extended regexp.
+refute_log() {
+	if grep -qE -- "$1" "$STUB_LOG"; then
+		echo "unexpected call matching '$1':" >&2
+		cat "$STUB_LOG" >&2
+		return 1
+	fi
+}
+
+result() { grep -E "^VNFM_RESULT $1=" <<<"$output" | head -1 | cut -d= -f2-; }
+
+@test "-h prints the usage" {
+	run bash "$SCRIPT" -h
+	[ "$status" -eq 0 ]
+	[[ $output == *"-m IPS     master mode"* ]]
+	[[ $output == *"VNFM_RESULT key=value"* ]]
+}
+
+@test "flag errors exit non-zero with a status=failed line" {
+	run bash "$SCRIPT"
+	[ "$status" -eq 1 ]
+	[[ $output == *"one of -m (master) or -w (worker) is required"* ]]
+	[ "$(result status)" = failed ]
+
+	run bash "$SCRIPT" -m 10.0.0.11 -w 10.0.0.12
+	[ "$status" -eq 1 ]
+	[[ $output == *"mutually exclusive"* ]]
+	run bash "$SCRIPT" -m 10.0.0.300
+	[ "$status" -eq 1 ]
+	[[ $output == *"-m: invalid IP address '10.0.0.300'"* ]]
+	run bash "$SCRIPT" -m 10.0.0.11 -p 192.168.0.0/40
+	[ "$status" -eq 1 ]
+	[[ $output == *"-p: invalid CIDR"* ]]
+	run bash "$SCRIPT" -w 10.0.0.12 -i 10.0.0.11 -t BAD -s "$HASH"
+	[ "$status" -eq 1 ]
+	[[ $output == *"-t: invalid bootstrap token"* ]]
+	run bash "$SCRIPT" -w 10.0.0.12 -i 10.0.0.11 -t "$TOKEN" -s sha256:1234
+	[ "$status" -eq 1 ]
+	[[ $output == *"-s: invalid CA certificate hash"* ]]
+	run bash "$SCRIPT" -m 10.0.0.11 -k nothex
+	[ "$status" -eq 1 ]
+	[[ $output == *"-k: invalid certificate key"* ]]
+	run bash "$SCRIPT" -m 10.0.0.11 --bogus
+	[ "$status" -eq 1 ]
+	[[ $output == *"unknown option: --bogus"* ]]
+	run bash "$SCRIPT" -m
+	[ "$status" -eq 1 ]
+	[[ $output == *"option -m needs a value"* ]]
+	run bash "$SCRIPT" -w 10.0.0.12
+	[ "$status" -eq 1 ]
+	[[ $output == *"-i (cluster endpoint IP) is required"* ]]
+	run bash "$SCRIPT" -w 10.0.0.12 -i 10.0.0.11 --api-port 70000
+	[ "$status" -eq 1 ]
+	[[ $output == *"--api-port: invalid port"* ]]
+	# nothing was run
+	refute_log kubeadm
+}
+
+@test "joins need their credentials" {
+	run bash "$SCRIPT" -w 10.0.0.12 -i 10.0.0.11 -s "$HASH"
+	[ "$status" -eq 1 ]
+	[[ $output == *"-t (token) is required to join a worker node"* ]]
+	run bash "$SCRIPT" -w 10.0.0.12 -i 10.0.0.11 -t "$TOKEN"
+	[ "$status" -eq 1 ]
+	[[ $output == *"-s (CA certificate hash) is required"* ]]
+	STUB_IPS="10.0.0.12" run bash "$SCRIPT" -m 10.0.0.11,10.0.0.12,10.0.0.13 -t "$TOKEN" -s "$HASH"
+	[ "$status" -eq 1 ]
+	[[ $output == *"-k (certificate key) is required to join a control-plane node"* ]]
+	STUB_IPS="10.0.0.99" run bash "$SCRIPT" -m 10.0.0.11,10.0.0.12 -t "$TOKEN" -s "$HASH" -k "$KEY"
+	[ "$status" -eq 1 ]
+	[[ $output == *"none of the master IPs (10.0.0.11,10.0.0.12) is an address of this node"* ]]
+}
+
+@test "main master on the stand-in: kubeadm init and the result lines" {
+	run bash "$SCRIPT" -m 10.0.0.11 -i 10.0.0.11 -p 10.244.0.0/16 -a 10.96.0.0/16
+	[ "$status" -eq 0 ]
+	[ "$(result status)" = installed ]
+	[ "$(result role)" = main-master ]
+	[ "$(result node_name)" = node-1 ]
+	[ "$(result node_ip)" = 10.0.0.11 ]
+	[ "$(result standin)" = true ]
+	[ "$(result api_endpoint)" = https://10.0.0.11:6443 ]
+	[ "$(result join_token)" = "$TOKEN" ]
+	[ "$(result ca_cert_hash)" = "sha256:$HASH" ]
+	[ "$(result ca_cert_b64 | base64 -d)" = "-----BEGIN CERTIFICATE-----" ]
+	[ -z "$(result certificate_key)" ]
+	[[ $output == *"Install Success!"* ]]
+	grep -q -- "kubeadm init --control-plane-endpoint 10.0.0.11:6443 --apiserver-advertise-address 10.0.0.11 --pod-network-cidr 10.244.0.0/16 --service-cidr 10.96.0.0/16 --node-name node-1 --apiserver-bind-port 6443" "$STUB_LOG"
+	refute_log "--upload-certs"
+	grep -q -- "kubeadm token create --ttl 1h --print-join-command" "$STUB_LOG"
+	# the stand-in needs no packages and no CNI
+	refute_log "^(apt-get|curl|systemctl)"
+	refute_log "kubectl .* apply"
+	# the SSH user gets a kubeconfig
+	grep -q "sudo -n -E cp $K8S_INSTALL_ROOT/etc/kubernetes/admin.conf $STUB_HOME/.kube/config" "$STUB_LOG"
+}
+
+@test "HA main master: port 16443, --upload-certs, certificate key" {
+	run bash "$SCRIPT" -m 10.0.0.11,10.0.0.12,10.0.0.13 -i 10.0.0.80
+	[ "$status" -eq 0 ]
+	[ "$(result api_endpoint)" = https://10.0.0.80:16443 ]
+	[ "$(result certificate_key)" = "$KEY" ]
+	grep -q -- "kubeadm init --control-plane-endpoint 10.0.0.80:16443 .* --upload-certs" "$STUB_LOG"
+	refute_log "--apiserver-bind-port"
+	grep -q -- "kubeadm init phase upload-certs --upload-certs" "$STUB_LOG"
+}
+
+@test "re-running on an initialised master does not init again" {
+	run bash "$SCRIPT" -m 10.0.0.11
+	[ "$status" -eq 0 ]
+	: >"$STUB_LOG"
+	run bash "$SCRIPT" -m 10.0.0.11
+	[ "$status" -eq 0 ]
+	[ "$(result status)" = already-installed ]
+	[ "$(result join_token)" = "$TOKEN" ]
+	refute_log "kubeadm init"
+	refute_log "kubeadm reset"
+}
+
+@test "a half-done init is reset first; an init failure is reported" {
+	mkdir -p "$K8S_INSTALL_ROOT/etc/kubernetes/manifests"
+	touch "$K8S_INSTALL_ROOT/etc/kubernetes/manifests/kube-apiserver.yaml"
+	STUB_INIT_FAIL=1 run bash "$SCRIPT" -m 10.0.0.11
+	[ "$status" -eq 1 ]
+	grep -q "kubeadm reset -f" "$STUB_LOG"
+	[ "$(result status)" = failed ]
+	[[ $(result error) == *"kubeadm init failed: [preflight] Some fatal errors occurred: boom"* ]]
+	[[ $output == *"Install Failed!"* ]]
+}
+
+@test "worker join: bare hash, ha_flag port, node name, idempotent re-run" {
+	ha_flag=True STUB_IPS=10.0.0.21 run bash "$SCRIPT" -w 10.0.0.21 -i 10.0.0.80 -t "$TOKEN" -s "$HASH" --node-name worker-a
+	[ "$status" -eq 0 ]
+	[ "$(result status)" = installed ]
+	[ "$(result role)" = worker ]
+	[ "$(result node_name)" = worker-a ]
+	grep -q -- "kubeadm join 10.0.0.80:16443 --token $TOKEN --discovery-token-ca-cert-hash sha256:$HASH --node-name worker-a" "$STUB_LOG"
+	refute_log "--control-plane"
+	: >"$STUB_LOG"
+	run bash "$SCRIPT" -w 10.0.0.21 -i 10.0.0.80 -t "$TOKEN" -s "$HASH"
+	[ "$status" -eq 0 ]
+	[ "$(result status)" = already-installed ]
+	refute_log "kubeadm join"
+}
+
+@test "a half-joined worker is reset and joined again" {
+	mkdir -p "$K8S_INSTALL_ROOT/etc/kubernetes/pki"
+	touch "$K8S_INSTALL_ROOT/etc/kubernetes/pki/ca.crt"
+	run bash "$SCRIPT" -w 10.0.0.21 -i 10.0.0.11 -t "$TOKEN" -s "$HASH"
+	[ "$status" -eq 0 ]
+	[ "$(result status)" = installed ]
+	[ "$(grep -n '^kubeadm reset -f' "$STUB_LOG" | cut -d: -f1)" -lt "$(grep -n '^kubeadm join' "$STUB_LOG" | cut -d: -f1)" ]
+}
+
+@test "a failed join exits non-zero with kubeadm's error" {
+	STUB_JOIN_FAIL=1 run bash "$SCRIPT" -w 10.0.0.21 -i 10.0.0.11 -t "$TOKEN" -s "$HASH"
+	[ "$status" -eq 1 ]
+	[ "$(result status)" = failed ]
+	[[ $output == *"couldn't validate the identity of the API Server"* ]]
+}
+
+@test "control-plane join from the second master IP" {
+	STUB_IPS="10.0.0.12 172.17.0.1" run bash "$SCRIPT" -m 10.0.0.11,10.0.0.12,10.0.0.13 -i 10.0.0.80 -t "$TOKEN" -s "sha256:$HASH" -k "$KEY"
+	[ "$status" -eq 0 ]
+	[ "$(result role)" = control-plane ]
+	[ "$(result node_ip)" = 10.0.0.12 ]
+	grep -q -- "kubeadm join 10.0.0.80:16443 --token $TOKEN --discovery-token-ca-cert-hash sha256:$HASH --node-name node-1 --control-plane --certificate-key $KEY --apiserver-advertise-address 10.0.0.12" "$STUB_LOG"
+	# --control-plane-join forces the role even on the first IP
+	rm -rf "$K8S_INSTALL_ROOT/etc"
+	run bash "$SCRIPT" -m 10.0.0.11,10.0.0.12 -t "$TOKEN" -s "$HASH" -k "$KEY" --control-plane-join --node-ip 10.0.0.11
+	[ "$status" -eq 0 ]
+	[ "$(result role)" = control-plane ]
+}
+
+@test "proxy settings reach kubeadm with no_proxy extended" {
+	run bash "$SCRIPT" -m 10.0.0.11 --http-proxy http://proxy:3128 --no-proxy example.org
+	[ "$status" -eq 0 ]
+	grep -q "kubeadm init .* no_proxy=example.org,127.0.0.1,localhost,192.168.0.0/16,10.96.0.0/12,10.0.0.11,10.0.0.11" "$STUB_LOG"
+}
+
+@test "real install: pinned packages from pkgs.k8s.io, pinned containerd and Calico" {
+	rm -f "$K8S_STANDIN_MARKER"
+	printf 'ID=ubuntu\nVERSION_ID="22.04"\nVERSION_CODENAME=jammy\nPRETTY_NAME="Ubuntu 22.04.5 LTS"\n' >"$BATS_TEST_TMPDIR/os-release"
+	K8S_INSTALL_OS_RELEASE="$BATS_TEST_TMPDIR/os-release" run bash "$SCRIPT" -m 10.0.0.11
+	[ "$status" -eq 0 ]
+	[ "$(result standin)" = false ]
+	grep -q "sudo -n -E apt-get install -y -q --allow-downgrades containerd.io=1.7.24-1" "$STUB_LOG"
+	grep -q "sudo -n -E apt-get install -y -q kubelet=1.31.4-1.1 kubeadm=1.31.4-1.1 kubectl=1.31.4-1.1" "$STUB_LOG"
+	grep -q "sudo -n -E apt-mark hold kubelet kubeadm kubectl" "$STUB_LOG"
+	grep -q "curl -fsSL https://pkgs.k8s.io/core:/stable:/v1.31/deb/Release.key" "$STUB_LOG"
+	grep -q "sudo -n -E swapoff -a" "$STUB_LOG"
+	grep -q "kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f https://raw.githubusercontent.com/projectcalico/calico/v3.28.2/manifests/calico.yaml" "$STUB_LOG"
+}
+
+@test "real install: installed packages are detected and kept" {
+	rm -f "$K8S_STANDIN_MARKER"
+	printf 'ID=ubuntu\nVERSION_ID="24.04"\nVERSION_CODENAME=noble\n' >"$BATS_TEST_TMPDIR/os-release"
+	export K8S_INSTALL_OS_RELEASE="$BATS_TEST_TMPDIR/os-release"
+	STUB_KUBEADM_VERSION=1.31.4-1.1 STUB_CONTAINERD_VERSION=1.7.24-1 run bash "$SCRIPT" -w 10.0.0.21 -i 10.0.0.11 -t "$TOKEN" -s "$HASH"
+	[ "$status" -eq 0 ]
+	refute_log "apt-get install"
+	[[ $output == *"kubeadm 1.31.4-1.1 already installed"* ]]
+	STUB_KUBEADM_VERSION=1.30.1-1.1 run bash "$SCRIPT" -w 10.0.0.21 -i 10.0.0.11 -t "$TOKEN" -s "$HASH"
+	[ "$status" -eq 1 ]
+	[[ $output == *"kubeadm 1.30.1-1.1 is installed but 1.31.4-1.1 is pinned"* ]]
+}
+
+@test "real install refuses an unsupported OS" {
+	rm -f "$K8S_STANDIN_MARKER"
+	printf 'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian GNU/Linux 12"\n' >"$BATS_TEST_TMPDIR/os-release"
+	K8S_INSTALL_OS_RELEASE="$BATS_TEST_TMPDIR/os-release" run bash "$SCRIPT" -m 10.0.0.11
+	[ "$status" -eq 1 ]
+	[[ $output == *"unsupported OS Debian GNU/Linux 12"* ]]
+}
