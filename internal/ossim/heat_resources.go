@@ -472,7 +472,10 @@ func (serverRes) request(s *Sim, r *resource) (serverRequest, error) {
 		req.Name = physicalName(r)
 	}
 	ud := toString(p["user_data"])
-	if str(p, "user_data_format") == "SOFTWARE_CONFIG" {
+	// Like Heat, a user_data that names a software config (SOFTWARE_CONFIG,
+	// or RAW with a config's id, as get_resource of OS::Heat::CloudConfig
+	// gives) is replaced by the config itself.
+	if f := str(p, "user_data_format"); f == "SOFTWARE_CONFIG" || f == "RAW" {
 		if c, ok := s.swConfigs[ud]; ok {
 			ud = c
 		}

@@ -19,7 +19,6 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/api"
 	"github.com/mini-vnfm/mini-vnfm/internal/auth"
 	"github.com/mini-vnfm/mini-vnfm/internal/config"
-	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
 	"github.com/mini-vnfm/mini-vnfm/internal/notify"
@@ -102,7 +101,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 	infra := o.Infra
 	if infra == nil {
-		infra = func(string) (driverapi.InfraDriver, bool) { return nil, false }
+		infra = NewInfraResolver(nil, nil)
 	}
 	lcmCfg := lcm.Config{Store: st, Box: box, Mgmt: mgmt, Infra: infra, Logger: log}
 	svc := lcm.NewService(lcmCfg)
