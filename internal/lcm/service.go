@@ -331,7 +331,7 @@ func (s *Service) Scale(ctx context.Context, id string, raw []byte) (*store.OpOc
 	}
 	asp, ok := fl.ScalingAspects[req.AspectID]
 	if !ok {
-		return nil, errorf(KindInvalid, "aspectId %q is not a scaling aspect of flavour %q", req.AspectID, fl.ID)
+		return nil, errorf(KindInvalid, "aspectId %q is not a scaling aspect of flavour %q; use one of: %s", req.AspectID, fl.ID, strings.Join(sortedKeys(fl.ScalingAspects), ", "))
 	}
 	level := 0
 	for _, st := range in.InstantiatedVnfInfo.ScaleStatus {
