@@ -528,3 +528,44 @@ func TestInstallScriptOnHosts(t *testing.T) {
 		t.Fatalf("worker without token: err=%v\n%s", err, out)
 	}
 }
+
+// TestLocalStoreOnHosts covers a single master without etcd (the API server
+// keeps its state in a file) and the kubelet restarting a killed static pod.
+func TestLocalStoreOnHosts(t *testing.T) {
+	c := newCluster(t, "kstd", "10.77.54.0/24", "solo", "w1")
+	ctx := context.Background()
+	solo := c.hosts["solo"]
+	out, err := solo.Exec(ctx, "env", "K8S_STANDIN_NO_ETCD=1", "kubeadm", "init", "--apiserver-advertise-address", c.ip("solo"))
+	if err != nil || !strings.Contains(out, "keeps the cluster state in /var/lib/k8s-standin/store.json") {
+		t.Fatalf("init without etcd: %v\n%s", err, out)
+	}
+	j := joinRE.FindStringSubmatch(out)
+	if j == nil {
+		t.Fatalf("no join line:\n%s", out)
+	}
+	c.mustRun("w1", fmt.Sprintf("sudo kubeadm join %s --token %s --discovery-token-ca-cert-hash %s", j[1], j[2], j[3]))
+	c.mustRun("solo", kubectlAdmin+"create namespace kept")
+	// Kill the API server: the kubelet starts it again from its manifest and
+	// the state is still there.
+	c.mustRun("solo", "sudo kill $(cat /run/k8s-standin/pods/kube-apiserver.pid)")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := c.run("solo", kubectlAdmin+"get ns kept -o name")
+		if err == nil && strings.TrimSpace(out) == "namespace/kept" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("API server not back with its state: %v %s\n%s", err, out, c.logs("solo"))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if n := readyNodes(t, c.mustRun("solo", kubectlAdmin+"get nodes -o json")); len(n) != 2 || !n["w1"] {
+		t.Fatalf("nodes: %v", n)
+	}
+	// A control-plane join needs etcd on the first master.
+	out, err = c.run("w1", "sudo kubeadm reset -f && sudo kubeadm join "+j[1]+" --token "+j[2]+" --discovery-token-ca-cert-hash "+j[3]+
+		" --control-plane --certificate-key "+k8sstandin.NewCertificateKey())
+	if err == nil || !strings.Contains(out, "controlPlaneEndpoint") {
+		t.Fatalf("control-plane join to a cluster without endpoint: err=%v\n%s", err, out)
+	}
+}
