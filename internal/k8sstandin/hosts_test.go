@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -50,6 +51,18 @@ func newCluster(t *testing.T, prefix, subnet string, names ...string) *cluster {
 		c.hosts[h.Name] = h
 	}
 	return c
+}
+
+// requireEtcd fails (as root) when etcd is missing: several control-plane
+// nodes share their state through a real etcd cluster.
+func requireEtcd(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: the k8s stand-in host tests create network namespaces and need root; run `go test` as root")
+	}
+	if _, err := exec.LookPath("etcd"); err != nil {
+		t.Fatal("etcd is not installed: `apt-get install etcd-server etcd-client` (the stand-in's control-plane nodes share state through a real etcd cluster)")
+	}
 }
 
 func (c *cluster) ip(name string) string { return c.hosts[name].IP.String() }
@@ -366,10 +379,8 @@ subjects: [{kind: ServiceAccount, name: vnfm, namespace: kube-system}]
 }
 
 func TestHAControlPlaneOnHosts(t *testing.T) {
+	requireEtcd(t)
 	c := newCluster(t, "kstb", "10.77.52.0/24", "m1", "m2", "m3")
-	if _, err := c.hosts["m1"].Exec(context.Background(), "sh", "-c", "command -v etcd"); err != nil {
-		t.Fatal("etcd is not installed (apt-get install etcd-server): the stand-in's control planes share state through a real etcd cluster")
-	}
 	m1 := c.ip("m1")
 	ep := m1 + ":6443"
 	out := c.mustRun("m1", "sudo kubeadm init --control-plane-endpoint "+ep+" --upload-certs --apiserver-advertise-address "+m1)
@@ -469,6 +480,7 @@ func parseResults(out string) map[string]string {
 // driver would: it finds the stand-in, skips the packages and drives its
 // kubeadm; re-runs change nothing.
 func TestInstallScriptOnHosts(t *testing.T) {
+	requireEtcd(t)
 	c := newCluster(t, "kstc", "10.77.53.0/24", "m1", "m2", "w1")
 	script, err := os.ReadFile("../../scripts/install_k8s_cluster.sh")
 	if err != nil {
