@@ -24,7 +24,8 @@ run: build ## install missing run-time packages, then `bin/vnfm serve` (embedded
 	scripts/ensure-deps.sh
 	$(BIN) serve
 
-test: ## run all tests (real PostgreSQL from /usr/lib/postgresql; TEST_DATABASE_URL to use another server)
+test: ## run all tests: shell scripts (bats), then Go (real PostgreSQL from /usr/lib/postgresql; TEST_DATABASE_URL for another server)
+	bats test/bats
 	$(GO) test -count=1 -timeout 20m $(RACE) $(TESTFLAGS) ./...
 
 lint: ## gofmt, go vet, shellcheck
