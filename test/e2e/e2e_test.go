@@ -61,11 +61,12 @@ func serve() int {
 }
 
 type proc struct {
-	cmd   *exec.Cmd
-	base  string
-	stdin io.WriteCloser
-	logs  *strings.Builder
-	mu    *sync.Mutex
+	cmd    *exec.Cmd
+	base   string
+	stdin  io.WriteCloser
+	logs   *strings.Builder
+	mu     *sync.Mutex
+	exited chan struct{} // closed once the process has been waited for
 }
 
 // start launches a server process on db and waits until it listens.
@@ -77,12 +78,13 @@ func start(t *testing.T, db, key string, env ...string) *proc {
 	cmd.Env = append(cmd.Env, env...)
 	stdout, _ := cmd.StdoutPipe()
 	stdin, _ := cmd.StdinPipe()
-	p := &proc{cmd: cmd, stdin: stdin, logs: &strings.Builder{}, mu: &sync.Mutex{}}
+	p := &proc{cmd: cmd, stdin: stdin, logs: &strings.Builder{}, mu: &sync.Mutex{}, exited: make(chan struct{})}
 	cmd.Stderr = writerFunc(func(b []byte) (int, error) { p.mu.Lock(); defer p.mu.Unlock(); return p.logs.Write(b) })
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.exited })
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -108,12 +110,40 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
+// stop ends the server (stdin closed: graceful) and waits for it.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	_ = p.stdin.Close()
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// waitExitOr waits until the process exits (true) or cond holds (false).
+func (p *proc) waitExitOr(cond func() bool, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.exited:
+			return true
+		case <-time.After(50 * time.Millisecond):
+		}
+		if cond() {
+			return false
+		}
+	}
+	return false
+}
+
 func (p *proc) kill9(t *testing.T) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = p.cmd.Wait()
+	<-p.exited
 }
 
 func call(t *testing.T, method, url, body string) (int, http.Header, []byte) {

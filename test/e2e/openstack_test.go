@@ -55,7 +55,7 @@ func serveOpenStack() int {
 	}()
 	d := openstack.New(openstack.Options{PollMin: 20 * time.Millisecond, PollMax: 200 * time.Millisecond, StackTimeout: time.Minute})
 	err = server.Run(ctx, cfg, server.Options{Version: "e2e-openstack", Infra: server.NewInfraResolver(d, nil),
-		Ready: func(addr string) { fmt.Printf("READY %s\n", addr) }})
+		Observer: killAtFromEnv(), Ready: func(addr string) { fmt.Printf("READY %s\n", addr) }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

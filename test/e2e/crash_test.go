@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
+)
+
+// killAtEnv makes a re-executed server SIGKILL itself at its k-th engine
+// checkpoint (a journal write: step or node begin/end, completion).
+const killAtEnv = "VNFM_E2E_KILL_AT"
+
+type killAt struct {
+	k    int64
+	seen atomic.Int64
+}
+
+func (k *killAt) StepFinished(string, string, string, time.Duration) {}
+
+func (k *killAt) Checkpoint(string, string) {
+	if k.seen.Add(1) == k.k {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL) // like kill -9: no cleanup at all
+	}
+}
+
+func killAtFromEnv() lcm.Observer {
+	n, err := strconv.ParseInt(os.Getenv(killAtEnv), 10, 64)
+	if err != nil || n <= 0 {
+		return nil
+	}
+	return &killAt{k: n}
+}
+
+// drill runs one LCM task on a VNFM that dies at checkpoint k, restarts a
+// clean VNFM, and drives the operation to COMPLETED (retrying a FAILED_TEMP
+// once). It reports whether the process died, i.e. whether checkpoint k
+// exists for this task.
+func (e *osEnv) drill(k int, inst, task string, body any) bool {
+	e.t.Helper()
+	e.vnfm.stop(e.t)
+	e.vnfm = start(e.t, e.db, e.key, osServerEnv+"=1", killAtEnv+"="+strconv.Itoa(k), "VNFM_LEASE=2s")
+	h, _ := e.post("/vnflcm/v1/vnf_instances/"+inst+"/"+task, body, http.StatusAccepted)
+	loc := h.Get("Location")
+	opID := loc[strings.LastIndex(loc, "/")+1:]
+	died := e.vnfm.waitExitOr(func() bool {
+		s := opDocAt(e.t, e.db, opID)
+		return s == "COMPLETED" || s == "FAILED_TEMP"
+	}, 60*time.Second)
+	if died {
+		e.vnfm = start(e.t, e.db, e.key, osServerEnv+"=1", "VNFM_LEASE=2s")
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for retried := false; ; {
+		switch s := opDocAt(e.t, e.db, opID); s {
+		case "COMPLETED":
+			return died
+		case "FAILED_TEMP":
+			if retried {
+				e.t.Fatalf("%s (kill at checkpoint %d) failed again after retry: %v", task, k, e.get("/vnflcm/v1/vnf_lcm_op_occs/" + opID)["error"])
+			}
+			e.post("/vnflcm/v1/vnf_lcm_op_occs/"+opID+"/retry", nil, http.StatusAccepted)
+			retried = true
+		case "ROLLED_BACK", "FAILED":
+			e.t.Fatalf("%s (kill at checkpoint %d) ended %s", task, k, s)
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s (kill at checkpoint %d) did not finish", task, k)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// check asserts what must hold after every drill: one stack per instantiated
+// instance, one server per VNFC, VNFCs as the scale level says.
+func (e *osEnv) check(label string, inst string, workers int) {
+	e.t.Helper()
+	if n := e.liveStacks(); n != 1 {
+		e.t.Fatalf("%s: %d stacks, want 1 (orphaned or missing stack)", label, n)
+	}
+	_, vs := e.vnfcs(inst)
+	servers := e.servers()
+	if len(vs) != 1+workers || len(servers) != len(vs) {
+		e.t.Fatalf("%s: %d VNFCs and %d servers, want %d of each", label, len(vs), len(servers), 1+workers)
+	}
+	for _, v := range vs {
+		if _, ok := servers[v.Server]; !ok {
+			e.t.Fatalf("%s: VNFC %s points at server %s, which does not exist", label, v.ID, v.Server)
+		}
+	}
+}
+
+// TestCrashAtEveryCheckpoint kills the VNFM at each checkpoint of
+// instantiate, scale out, scale in and heal in turn; after a restart every
+// operation completes by itself or on retry, and the cloud matches the
+// instance: no orphaned or duplicate stack, server or VNFC.
+func TestCrashAtEveryCheckpoint(t *testing.T) {
+	e := newOSEnv(t)
+	inst := e.createInstance()
+	workers := 2
+	tasks := []struct {
+		name, task string
+		body       func() any
+		delta      int
+	}{
+		{"instantiate", "instantiate", func() any { return e.instantiateBody() }, 0},
+		{"scale out", "scale", func() any { return map[string]any{"type": "SCALE_OUT", "aspectId": "worker_instance"} }, +1},
+		{"scale in", "scale", func() any { return map[string]any{"type": "SCALE_IN", "aspectId": "worker_instance"} }, -1},
+		{"heal", "heal", func() any { return map[string]any{} }, 0},
+	}
+	for _, tc := range tasks {
+		for k := 1; ; k++ {
+			if tc.task == "instantiate" && k > 1 {
+				// Instantiate again from scratch: terminate what the last round built.
+				e.lcm(inst, "terminate", map[string]any{"terminationType": "FORCEFUL"}, "COMPLETED")
+			}
+			died := e.drill(k, inst, tc.task, tc.body())
+			workers += tc.delta
+			e.check(tc.name+" killed at checkpoint "+strconv.Itoa(k), inst, workers)
+			if !died {
+				t.Logf("%s: drilled %d checkpoints", tc.name, k-1)
+				break
+			}
+			if tc.delta != 0 { // undo the scale so the next round starts from the same state
+				opposite := map[string]any{"type": "SCALE_IN", "aspectId": "worker_instance"}
+				if tc.delta < 0 {
+					opposite["type"] = "SCALE_OUT"
+				}
+				e.lcm(inst, "scale", opposite, "COMPLETED")
+				workers -= tc.delta
+			}
+			if k > 40 {
+				t.Fatalf("%s: more than 40 checkpoints?", tc.name)
+			}
+		}
+	}
+}
