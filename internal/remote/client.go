@@ -129,6 +129,28 @@ type Client struct {
 	closeOnce sync.Once
 	done      chan struct{}
 	closeErr  error
+
+	lostMu sync.Mutex
+	lost   error // why the connection ended, if not by Close
+}
+
+// ErrConnectionLost is in the chain of errors of commands whose connection
+// died (the host stopped answering keepalives or closed the connection).
+var ErrConnectionLost = errors.New("connection to the host lost")
+
+func (c *Client) setLost(err error) {
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	if c.lost == nil {
+		c.lost = err
+	}
+}
+
+// connLost returns why the connection ended unexpectedly, or nil.
+func (c *Client) connLost() error {
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	return c.lost
 }
 
 var _ Executor = (*Client)(nil)
@@ -136,6 +158,8 @@ var _ Executor = (*Client)(nil)
 // Executor is what management drivers use to run things on a host; *Client
 // implements it, tests may fake it.
 type Executor interface {
+	// Host is the address commands go to ("host:port"), for messages.
+	Host() string
 	Run(ctx context.Context, cmd string, opts RunOpts) (Result, error)
 	Upload(ctx context.Context, path string, data []byte, mode fs.FileMode) error
 	UploadAsRoot(ctx context.Context, path string, data []byte, mode fs.FileMode) error
@@ -249,7 +273,14 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 			go c.watch(orDefault(t.KeepAlive, DefaultKeepAlive))
 			return c, nil
 		}
-		err = classify(err, &t, addr)
+		err = classify(ctx, err, &t, addr)
+		var ae *AuthError
+		var me *HostKeyMismatchError
+		if errors.As(err, &me) || errors.Is(err, ErrHostKeyUnknown) || (errors.As(err, &ae) && !t.RetryAuth) {
+			// Definitive answers from the host: never retried.
+			log.Warn("ssh connect failed", "attempt", attempt, "err", mask.mask(err.Error()))
+			return nil, err
+		}
 		if expired(ctx) {
 			// This attempt was cut short by the overall deadline; the
 			// previous one says more about the host.
@@ -260,11 +291,6 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		}
 		if !retryable(err, t.RetryAuth) {
 			log.Warn("ssh connect failed", "attempt", attempt, "err", mask.mask(err.Error()))
-			var ae *AuthError
-			var me *HostKeyMismatchError
-			if errors.As(err, &ae) || errors.As(err, &me) || errors.Is(err, ErrHostKeyUnknown) {
-				return nil, err
-			}
 			return nil, &ConnectError{Host: addr, User: t.User, Attempts: attempt, Elapsed: time.Since(start), Err: err}
 		}
 		lastErr = err
@@ -358,7 +384,7 @@ func (p permanentError) Unwrap() error { return p.error }
 var attemptedRE = regexp.MustCompile(`attempted methods \[([^\]]*)\]`)
 
 // classify turns x/crypto's errors into ours.
-func classify(err error, t *Target, addr string) error {
+func classify(ctx context.Context, err error, t *Target, addr string) error {
 	var pe permanentError
 	if errors.As(err, &pe) {
 		return pe.error
@@ -370,7 +396,7 @@ func classify(err error, t *Target, addr string) error {
 	var ne *ssh.AlgorithmNegotiationError
 	if errors.As(err, &ne) && ne.What == "host key" && t.HostKeyPolicy != InsecureIgnoreHostKey {
 		// The server offers none of the pinned key types: its keys changed.
-		if fe := probeHostKey(t, addr); fe != nil {
+		if fe := probeHostKey(ctx, t, addr); fe != nil {
 			return fe
 		}
 	}
@@ -392,9 +418,9 @@ func classify(err error, t *Target, addr string) error {
 // probeHostKey connects once more offering every algorithm, only to learn
 // which key the server has now, for the mismatch error. It never
 // authenticates.
-func probeHostKey(t *Target, addr string) error {
+func probeHostKey(ctx context.Context, t *Target, addr string) error {
 	hk := newHostKeyCheck(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), orDefault(t.ConnectTimeout, DefaultConnectTimeout))
+	ctx, cancel := context.WithTimeout(ctx, orDefault(t.ConnectTimeout, DefaultConnectTimeout))
 	defer cancel()
 	if _, err := hk.prepare(ctx); err != nil || len(hk.pins) == 0 {
 		return nil
@@ -525,7 +551,18 @@ func authMethods(t *Target) ([]ssh.AuthMethod, error) {
 // answering; it ends when the connection does.
 func (c *Client) watch(interval time.Duration) {
 	ended := make(chan struct{})
-	go func() { _ = c.conn.Wait(); close(ended) }()
+	go func() {
+		err := c.conn.Wait()
+		select {
+		case <-c.done: // closed by us
+		default:
+			if err == nil || errors.Is(err, io.EOF) {
+				err = errors.New("closed by the host")
+			}
+			c.setLost(fmt.Errorf("%w: %w", ErrConnectionLost, err))
+		}
+		close(ended)
+	}()
 	if interval < 0 {
 		<-ended
 		return
@@ -556,6 +593,7 @@ func (c *Client) watch(interval time.Duration) {
 			missed++
 			if missed >= 3 {
 				c.log.Warn("ssh connection not answering keepalives; closing it", "missed", missed)
+				c.setLost(fmt.Errorf("%w: no answer to %d keepalives in %v", ErrConnectionLost, missed, 3*interval))
 				c.conn.Close()
 				return
 			}

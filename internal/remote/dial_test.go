@@ -65,17 +65,17 @@ func TestDialRetriesWhileTheHostBoots(t *testing.T) {
 	if n := attempts.Load(); n != 6 {
 		t.Errorf("%d attempts, want 3 refused + 2 dropped + 1 good", n)
 	}
-	mu.Lock()
-	if srv.Accepted() != 3 || srv.Logins() != 1 {
-		t.Errorf("server accepted %d, logins %d", srv.Accepted(), srv.Logins())
-	}
-	mu.Unlock()
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("took %v", took)
 	}
 	if _, err := c.Run(context.Background(), "true", remote.RunOpts{}); err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
+	if srv.Accepted() != 3 || srv.Logins() != 1 {
+		t.Errorf("server accepted %d, logins %d", srv.Accepted(), srv.Logins())
+	}
+	mu.Unlock()
 }
 
 func portOf(t *testing.T, addr string) int {
@@ -291,4 +291,73 @@ func TestDialConfigErrors(t *testing.T) {
 			t.Errorf("%s: tried to connect: %v", name, err)
 		}
 	}
+}
+
+// freezeConn stops delivering data in both directions once frozen, like a
+// host that died without closing its connections.
+type freezeConn struct {
+	net.Conn
+	frozen atomic.Bool
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *freezeConn) Read(p []byte) (int, error) {
+	if c.frozen.Load() {
+		<-c.closed
+		return 0, net.ErrClosed
+	}
+	n, err := c.Conn.Read(p)
+	if c.frozen.Load() {
+		<-c.closed
+		return 0, net.ErrClosed
+	}
+	return n, err
+}
+
+func (c *freezeConn) Write(p []byte) (int, error) {
+	if c.frozen.Load() {
+		return len(p), nil // into the void
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *freezeConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// A host that dies mid-command: keepalives notice, the command fails instead
+// of hanging.
+func TestDeadHostFailsTheCommand(t *testing.T) {
+	s := startServer(t, remotetest.Options{})
+	var fc *freezeConn
+	tg := targetFor(t, s)
+	tg.KeepAlive = 100 * time.Millisecond
+	tg.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		fc = &freezeConn{Conn: c, closed: make(chan struct{})}
+		return fc, nil
+	}
+	c := dial(t, tg)
+	time.AfterFunc(300*time.Millisecond, func() { fc.frozen.Store(true) })
+	start := time.Now()
+	_, err := c.Run(context.Background(), "echo started; sleep 20", remote.RunOpts{})
+	took := time.Since(start)
+	var ce *remote.CommandError
+	if !errors.As(err, &ce) || ce.ExitCode != -1 || !errors.Is(err, remote.ErrConnectionLost) ||
+		!strings.Contains(err.Error(), "keepalives") {
+		t.Fatalf("err = %v, want a CommandError for the lost connection", err)
+	}
+	// Later commands fail at once.
+	if _, err := c.Run(context.Background(), "true", remote.RunOpts{}); err == nil {
+		t.Error("command on a dead connection succeeded")
+	}
+	if took > 2*time.Second {
+		t.Errorf("took %v to notice the dead host", took)
+	}
+	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
 }

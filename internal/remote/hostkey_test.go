@@ -92,7 +92,7 @@ func TestHostKeyPinning(t *testing.T) {
 			tg := targetFor(t, step.srv)
 			tg.PublishedFingerprints = nil
 			tg.Pins, tg.PinKey, tg.HostKeyPolicy = pins, remote.PinKey{ServerID: serverID, Address: address}, step.policy
-			cmdsBefore, acceptedBefore := len(step.srv.Commands()), step.srv.Accepted()
+			cmdsBefore, acceptedBefore, loginsBefore := len(step.srv.Commands()), step.srv.Accepted(), step.srv.Logins()
 			time.Sleep(2 * time.Millisecond) // last_seen moves
 			c, err := remote.Dial(ctx, tg)
 			if step.mismatch {
@@ -110,8 +110,9 @@ func TestHostKeyPinning(t *testing.T) {
 					}
 				}
 				// Refused before authentication: no login, no command, no retry.
-				if step.srv.Logins() != 0 && len(step.srv.Commands()) != cmdsBefore {
-					t.Errorf("commands ran on the mismatching host: %q", step.srv.Commands())
+				if step.srv.Logins() != loginsBefore || len(step.srv.Commands()) != cmdsBefore {
+					t.Errorf("logged in (%d -> %d) or ran commands on the mismatching host: %q", loginsBefore,
+						step.srv.Logins(), step.srv.Commands())
 				}
 				if n := step.srv.Accepted() - acceptedBefore; n != 1 {
 					t.Errorf("%d connections: a mismatch must not be retried", n)

@@ -1,14 +1,15 @@
 package remote_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func TestOpenSSH(t *testing.T) {
 	keyPEM := pemEncode(blk)
 	authKey := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
 
-	n := testhosts.NewTestNetwork(t, testhosts.Options{Prefix: "rmt", Subnet: "10.77.21.0/24"})
+	n := testhosts.NewTestNetwork(t, testhosts.Options{Prefix: testPrefix(ctx, t), Subnet: "10.77.21.0/24"})
 	users := []testhosts.User{
 		{Name: "deploy", Password: injected, Sudo: "ALL=(ALL) ALL"}, // sudo asks for the password
 		{Name: "cloud", Password: "cloud-pass", Sudo: testhosts.SudoNoPasswd},
@@ -293,5 +294,34 @@ func TestOpenSSH(t *testing.T) {
 		dial(t, target(vm2, "cloud", "cloud-pass")) // and the normal policy is happy again
 	})
 
-	_ = bytes.MinRead
+}
+
+// prefixBase marks this package's test networks: "rmte" + the test
+// process's pid in base 36.
+const prefixBase = "rmte"
+
+// testPrefix gives this test process its own testhosts prefix. A fixed
+// prefix is not enough: testhosts removes every network of its prefix when
+// it starts, so two `go test` processes on one machine (people share
+// checkouts and CI machines) would tear down each other's hosts. Networks
+// left behind by crashed runs (their process is gone) are removed here.
+func testPrefix(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	prefix := prefixBase + strconv.FormatInt(int64(os.Getpid()), 36)
+	ents, _ := os.ReadDir("/run/netns")
+	for _, e := range ents {
+		p, ok := strings.CutSuffix(e.Name(), "-ctl")
+		if !ok || p == prefix || !strings.HasPrefix(p, prefixBase) {
+			continue
+		}
+		pid, err := strconv.ParseInt(p[len(prefixBase):], 36, 64)
+		if err != nil || pid <= 0 || !errors.Is(syscall.Kill(int(pid), 0), syscall.ESRCH) {
+			continue // not ours, or its process still runs
+		}
+		t.Logf("removing the test network %s left by process %d", p, pid)
+		if err := testhosts.Cleanup(ctx, p); err != nil {
+			t.Logf("cleanup %s: %v", p, err)
+		}
+	}
+	return prefix
 }

@@ -143,6 +143,9 @@ func (c *Client) Run(ctx context.Context, cmd string, o RunOpts) (Result, error)
 	r, err := c.exec(ctx, script, stdin, m, &o)
 	r.res.Duration = r.dur
 	if err != nil {
+		if lost := c.connLost(); lost != nil {
+			err = fmt.Errorf("%w (%w)", lost, err)
+		}
 		ce := cerr(err, r.dur)
 		ce.NotStarted = true
 		return r.res, ce
@@ -157,6 +160,9 @@ func (c *Client) Run(ctx context.Context, cmd string, o RunOpts) (Result, error)
 			ce.Signal = ee.Signal()
 		} else if ce.Err == nil {
 			ce.Err = r.exitErr // exit status missing, connection lost
+			if lost := c.connLost(); lost != nil {
+				ce.Err = fmt.Errorf("%w (%w)", lost, r.exitErr)
+			}
 		}
 		log.Debug("command failed", "exit", ce.ExitCode, "signal", ce.Signal, "duration", r.dur, "err", ce.Err)
 		return res, ce

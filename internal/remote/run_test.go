@@ -6,8 +6,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -333,5 +335,36 @@ func TestRunManyInParallelOnOneConnection(t *testing.T) {
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("20 × 0.3 s on one connection took %v: not parallel", took)
+	}
+}
+
+// remotetest.Scripted answers commands from canned rules (for driver tests).
+func TestScriptedServer(t *testing.T) {
+	s := startServer(t, remotetest.Options{Handler: remotetest.Scripted(
+		remotetest.Rule{Match: regexp.MustCompile(`^kubeadm token create`), Stdout: "abcdef.0123456789abcdef\n"},
+		remotetest.Rule{Match: regexp.MustCompile(`^kubectl drain`), Stderr: "error: cannot evict pod web-1\n", Exit: 1},
+		remotetest.Rule{Match: regexp.MustCompile(`^echo-env$`), Run: func(e *remotetest.Exec) int {
+			_, _ = io.WriteString(e.Stdout, e.User+"\n")
+			return 0
+		}},
+	)})
+	c := dial(t, targetFor(t, s))
+	ctx := context.Background()
+	res, err := c.Run(ctx, remote.Command("kubeadm", "token", "create", "--ttl", "10m"), remote.RunOpts{})
+	if err != nil || res.Stdout != "abcdef.0123456789abcdef\n" {
+		t.Fatalf("token = %q, %v", res.Stdout, err)
+	}
+	_, err = c.Run(ctx, "kubectl drain w1", remote.RunOpts{})
+	if code, _ := remote.ExitCode(err); code != 1 || !strings.Contains(err.Error(), "cannot evict pod web-1") {
+		t.Fatalf("drain: %v", err)
+	}
+	if res, err := c.Run(ctx, "echo-env", remote.RunOpts{}); err != nil || res.Stdout != testUser+"\n" {
+		t.Fatalf("custom rule: %q %v", res.Stdout, err)
+	}
+	if _, err := c.Run(ctx, "rm -rf /", remote.RunOpts{}); !strings.Contains(fmt.Sprint(err), "status 127") {
+		t.Fatalf("unmatched: %v", err)
+	}
+	if got := s.Commands(); len(got) != 4 || got[3] != "rm -rf /" {
+		t.Errorf("recorded commands: %q", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"time"
 
 	"github.com/pkg/sftp"
 )
@@ -93,7 +94,11 @@ func (c *Client) sftpUpload(ctx context.Context, p string, data []byte, mode fs.
 	select {
 	case r := <-ch:
 		if r.err != nil {
-			// Subsystem refused, or sftp-server missing (it exits at once).
+			// Subsystem refused, or sftp-server missing (it exits at once)
+			// - unless the connection itself is gone.
+			if err := c.ping(ctx); err != nil {
+				return fmt.Errorf("sftp: %w (connection: %w)", r.err, err)
+			}
 			return fmt.Errorf("%w: %w", errNoSFTP, r.err)
 		}
 		sc = r.sc
@@ -172,4 +177,24 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// ping checks that the server still answers on the connection.
+func (c *Client) ping(ctx context.Context) error {
+	if err := c.connLost(); err != nil {
+		return err
+	}
+	reply := make(chan error, 1)
+	go func() {
+		_, _, err := c.conn.SendRequest("keepalive@openssh.com", true, nil)
+		reply <- err
+	}()
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("%w: no answer to a keepalive in 10s", ErrConnectionLost)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"regexp"
 	"slices"
 	"sync"
 	"syscall"
@@ -403,4 +404,39 @@ func (e *Exec) Getenv(name string) string {
 		}
 	}
 	return ""
+}
+
+// Rule answers the commands its pattern matches (see Scripted).
+type Rule struct {
+	// Match is matched against the whole command line.
+	Match *regexp.Regexp
+	// Stdout, Stderr and Exit are the canned answer.
+	Stdout, Stderr string
+	Exit           int
+	// Run, when set, handles the command instead of the canned answer.
+	Run Handler
+}
+
+// Scripted answers commands from rules instead of running them: the first
+// rule whose Match matches wins; a command no rule matches gets exit status
+// 127 and "remotetest: no rule for: <cmd>" on stderr, like a command that
+// does not exist. Stdin is drained first, as a real command would.
+func Scripted(rules ...Rule) Handler {
+	return func(e *Exec) int {
+		for _, r := range rules {
+			if r.Match == nil || !r.Match.MatchString(e.Cmd) {
+				continue
+			}
+			if r.Run != nil {
+				return r.Run(e)
+			}
+			_, _ = io.Copy(io.Discard, e.Stdin)
+			_, _ = io.WriteString(e.Stdout, r.Stdout)
+			_, _ = io.WriteString(e.Stderr, r.Stderr)
+			return r.Exit
+		}
+		_, _ = io.Copy(io.Discard, e.Stdin)
+		_, _ = io.WriteString(e.Stderr, "remotetest: no rule for: "+e.Cmd+"\n")
+		return 127
+	}
 }
