@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -276,6 +277,16 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		err = classify(ctx, err, &t, addr)
 		var ae *AuthError
 		var me *HostKeyMismatchError
+		if errors.As(err, &me) && me.Source == "published" && !hk.triedPublished() {
+			// The key the server prefers may just not be among the
+			// published ones: ask for its other keys before refusing.
+			if algos := publishedAlgos(ctx, &t, addr, me.KeyType); algos != nil {
+				log.Info("the server's preferred host key was not published; using its published one", "algorithms", algos)
+				hk.preferAlgos(algos)
+				attempt--
+				continue
+			}
+		}
 		if errors.As(err, &me) || errors.Is(err, ErrHostKeyUnknown) || (errors.As(err, &ae) && !t.RetryAuth) {
 			// Definitive answers from the host: never retried.
 			log.Warn("ssh connect failed", "attempt", attempt, "err", mask.mask(err.Error()))
@@ -425,6 +436,17 @@ func probeHostKey(ctx context.Context, t *Target, addr string) error {
 	if _, err := hk.prepare(ctx); err != nil || len(hk.pins) == 0 {
 		return nil
 	}
+	got := probeKey(ctx, t, addr, firstContactAlgos)
+	e := hk.mismatch(got, pinFingerprints(hk.pins), "pinned")
+	if got == nil {
+		e.Got = fmt.Sprintf("no key of the pinned type(s) %s", strings.Join(pinTypes(hk.pins), ", "))
+	}
+	return e
+}
+
+// probeKey returns the host key the server presents for algos (nil if
+// none), without authenticating.
+func probeKey(ctx context.Context, t *Target, addr string, algos []string) ssh.PublicKey {
 	dial := t.Dialer
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
@@ -438,20 +460,41 @@ func probeHostKey(ctx context.Context, t *Target, addr string) error {
 		_ = nc.SetDeadline(dl)
 	}
 	var got ssh.PublicKey
-	stopErr := errors.New("probe done")
 	_, _, _, _ = ssh.NewClientConn(nc, addr, &ssh.ClientConfig{
 		User:              t.User,
-		HostKeyAlgorithms: firstContactAlgos,
+		HostKeyAlgorithms: algos,
 		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
 			got = key
-			return stopErr
+			return errors.New("probe done")
 		},
 	})
-	e := hk.mismatch(got, pinFingerprints(hk.pins), "pinned")
-	if got == nil {
-		e.Got = fmt.Sprintf("no key of the pinned type(s) %s", strings.Join(pinTypes(hk.pins), ", "))
+	return got
+}
+
+// keyFamilies are the host key algorithm groups a server has one key each
+// for.
+var keyFamilies = [][]string{
+	{ssh.KeyAlgoED25519},
+	{ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521},
+	{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256},
+}
+
+// publishedAlgos looks for a key among the server's other keys that matches
+// the published fingerprints, for a server whose preferred key was not
+// published (a list with only its ECDSA fingerprint, say). It returns the
+// algorithms that make the server present that key, or nil.
+func publishedAlgos(ctx context.Context, t *Target, addr string, offered string) []string {
+	ctx, cancel := context.WithTimeout(ctx, orDefault(t.ConnectTimeout, DefaultConnectTimeout))
+	defer cancel()
+	for _, fam := range keyFamilies {
+		if slices.Contains(fam, offered) || (offered == ssh.KeyAlgoRSA && slices.Contains(fam, ssh.KeyAlgoRSASHA256)) {
+			continue
+		}
+		if key := probeKey(ctx, t, addr, fam); key != nil && matchesPublished(key, t.PublishedFingerprints) {
+			return algosForKeyType(key.Type())
+		}
 	}
-	return e
+	return nil
 }
 
 // retryable tells transient failures (host booting, sshd starting, network

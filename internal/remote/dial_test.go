@@ -133,7 +133,7 @@ func TestAuthFailureIsTypedAndNotRetried(t *testing.T) {
 	}{
 		{"wrong password", func(tg *remote.Target) { tg.Password = "wrong" }, false, "password"},
 		{"unknown user", func(tg *remote.Target) { tg.User = "nobody" }, false, "password"},
-		{"wrong key", func(tg *remote.Target) { tg.Password, tg.PrivateKey = "", ed25519PEM(t, "") }, false, "publickey"},
+		{"wrong key", func(tg *remote.Target) { tg.Password, tg.PrivateKey = "", ed25519PEM(t) }, false, "publickey"},
 		{"RetryAuth retries until MaxWait", func(tg *remote.Target) { tg.Password = "wrong"; tg.MaxWait = 600 * time.Millisecond }, true, "password"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,23 +166,16 @@ func TestAuthFailureIsTypedAndNotRetried(t *testing.T) {
 	}
 }
 
-// ed25519PEM makes a fresh private key in OpenSSH PEM form, encrypted when
-// passphrase is set.
-func ed25519PEM(t *testing.T, passphrase string) []byte {
+// ed25519PEM makes a fresh private key in OpenSSH PEM form.
+func ed25519PEM(t *testing.T) []byte {
 	t.Helper()
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	return marshalKey(t, priv, passphrase)
+	return marshalKey(t, priv)
 }
 
-func marshalKey(t *testing.T, priv any, passphrase string) []byte {
+func marshalKey(t *testing.T, priv any) []byte {
 	t.Helper()
-	var blk *pem.Block
-	var err error
-	if passphrase != "" {
-		blk, err = ssh.MarshalPrivateKeyWithPassphrase(priv, "test", []byte(passphrase))
-	} else {
-		blk, err = ssh.MarshalPrivateKey(priv, "test")
-	}
+	blk, err := ssh.MarshalPrivateKey(priv, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +215,7 @@ func TestKeyAuth(t *testing.T) {
 		pem              []byte
 		pub              ssh.PublicKey
 	}{
-		{"ed25519 openssh", "", marshalKey(t, edKey, ""), mustPub(edKey.Public())},
+		{"ed25519 openssh", "", marshalKey(t, edKey), mustPub(edKey.Public())},
 		{"ed25519 openssh with passphrase (ssh-keygen)", "correct horse", encrypted, encPub},
 		{"rsa pkcs1", "", pkcs1, mustPub(&rsaKey.PublicKey)},
 		{"ecdsa pkcs8", "", pkcs8, mustPub(&ecKey.PublicKey)},
@@ -256,7 +249,7 @@ func TestKeyAuth(t *testing.T) {
 	t.Run("key first, then password", func(t *testing.T) {
 		s := startServer(t, remotetest.Options{}) // the key is not authorized; the password is
 		tg := targetFor(t, s)
-		tg.PrivateKey = ed25519PEM(t, "")
+		tg.PrivateKey = ed25519PEM(t)
 		dial(t, tg)
 	})
 }

@@ -227,6 +227,26 @@ type hostKeyCheck struct {
 	mu      sync.Mutex
 	pins    []Pin
 	offered ssh.PublicKey
+	// published: algorithms that make the server present a key among the
+	// published fingerprints; set once (see publishedAlgos).
+	published []string
+	searched  bool
+}
+
+func (h *hostKeyCheck) preferAlgos(algos []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.published, h.searched = algos, true
+}
+
+// triedPublished reports (and records) whether the other keys of the server
+// were already searched for a published one.
+func (h *hostKeyCheck) triedPublished() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	tried := h.searched
+	h.searched = true
+	return tried
 }
 
 func newHostKeyCheck(t *Target, host string) *hostKeyCheck {
@@ -267,8 +287,12 @@ func (h *hostKeyCheck) prepare(ctx context.Context) ([]string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.offered, h.pins = nil, nil
+	first := firstContactAlgos
+	if h.published != nil {
+		first = h.published
+	}
 	if h.t.HostKeyPolicy == InsecureIgnoreHostKey || h.t.HostKeyPolicy == HostKeyRepin || h.t.Pins == nil {
-		return slices.Clone(firstContactAlgos), nil
+		return slices.Clone(first), nil
 	}
 	pins, err := h.t.Pins.Get(ctx, h.key.ServerID, h.key.Address)
 	if err != nil {
@@ -276,7 +300,7 @@ func (h *hostKeyCheck) prepare(ctx context.Context) ([]string, error) {
 	}
 	h.pins = pins
 	if len(pins) == 0 {
-		return slices.Clone(firstContactAlgos), nil
+		return slices.Clone(first), nil
 	}
 	// golang/go#29286: x/crypto picks the host key algorithm by its own
 	// preference, so a server with several keys might present a type other

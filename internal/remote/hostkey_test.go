@@ -258,6 +258,27 @@ func TestHostKeyAlgorithmsFollowThePin(t *testing.T) {
 		t.Errorf("negotiated %s %s, want the pinned ECDSA key", c.HostKey().Type(), ssh.FingerprintSHA256(c.HostKey()))
 	}
 
+	// Only the ECDSA fingerprint was published: the server prefers its
+	// ed25519 key, the client asks for its other keys and pins the ECDSA one.
+	tg.PinKey = remote.PinKey{ServerID: "ecdsa-published"}
+	tg.PublishedFingerprints = []string{fp(ec)}
+	c = dial(t, tg)
+	if got, _ := pins.Get(ctx, "ecdsa-published", "127.0.0.1"); ssh.FingerprintSHA256(c.HostKey()) != fp(ec) ||
+		len(got) != 1 || got[0].Fingerprint != fp(ec) {
+		t.Errorf("negotiated %s, pins %+v; want the published ECDSA key", ssh.FingerprintSHA256(c.HostKey()), got)
+	}
+	// None of its keys published: refused, nothing pinned.
+	tg.PinKey = remote.PinKey{ServerID: "none-published"}
+	tg.PublishedFingerprints = []string{fp(remotetest.NewHostKey(t))}
+	if _, err := remote.Dial(ctx, tg); !errors.As(err, new(*remote.HostKeyMismatchError)) {
+		t.Errorf("Dial = %v, want a mismatch", err)
+	}
+	if got, _ := pins.Get(ctx, "none-published", "127.0.0.1"); len(got) != 0 {
+		t.Errorf("pinned %+v", got)
+	}
+	tg.PublishedFingerprints = nil
+	tg.PinKey = remote.PinKey{ServerID: "ecdsa-pinned", Address: "vm"}
+
 	// The same server rebuilt with only an ed25519 key: none of the pinned
 	// type is offered. The error still names the key it has now.
 	tg2 := targetFor(t, edOnly)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -269,6 +270,9 @@ func TestSecretsAreMasked(t *testing.T) {
 	s := startServer(t, remotetest.Options{})
 	tg := targetFor(t, s)
 	tg.Secrets = []string{"client-wide-token-123"}
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	tg.Logger = slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c := dial(t, tg)
 	const secret = "op-s3cret'\"$x" // with quote characters: masked in its quoted forms too
 	key := "-----BEGIN KEY-----\nAAAAsecretline1\nBBBBsecretline2\n-----END KEY-----"
@@ -283,7 +287,12 @@ func TestSecretsAreMasked(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v", err)
 	}
-	everything := strings.Join(append(lines, err.Error(), ce.Cmd, ce.StdoutTail, ce.StderrTail), "\n")
+	logMu.Lock()
+	everything := strings.Join(append(lines, err.Error(), ce.Cmd, ce.StdoutTail, ce.StderrTail, logs.String()), "\n")
+	logMu.Unlock()
+	if !strings.Contains(everything, "command failed") {
+		t.Errorf("no command log: %s", everything)
+	}
 	for _, leak := range []string{secret, remote.Quote(secret), testPass, "client-wide-token-123", "secretline1", "secretline2", "s3cret"} {
 		if strings.Contains(everything, leak) {
 			t.Errorf("%q leaked:\n%s", leak, everything)
@@ -367,4 +376,15 @@ func TestScriptedServer(t *testing.T) {
 	if got := s.Commands(); len(got) != 4 || got[3] != "rm -rf /" {
 		t.Errorf("recorded commands: %q", got)
 	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
