@@ -132,7 +132,14 @@ func (p *proc) waitExitOr(cond func() bool, within time.Duration) bool {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if cond() {
-			return false
+			// The last checkpoint comes right after the state is written:
+			// give a process due to die there the time to do it.
+			select {
+			case <-p.exited:
+				return true
+			case <-time.After(time.Second):
+				return false
+			}
 		}
 	}
 	return false
