@@ -126,7 +126,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		return fmt.Errorf("listen on %s (VNFM_LISTEN): %w", cfg.Listen, err)
 	}
 	defer ln.Close() // on early returns; Serve/Shutdown close it otherwise
-	if strings.HasSuffix(cfg.EndpointURL, ":0") { // derived from VNFM_LISTEN=...:0: use the port we got
+	// An endpoint derived from VNFM_LISTEN=...:0 takes the port we got.
+	if strings.HasSuffix(cfg.EndpointURL, ":0") {
 		cfg.EndpointURL = strings.TrimSuffix(cfg.EndpointURL, "0") + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	}
 	notifier := notify.New(notify.Config{Store: st, Box: box, BaseURL: cfg.EndpointURL, Logger: log, Metrics: m,
