@@ -267,6 +267,11 @@ func (s *Sim) bootServer(ctx context.Context, sv *server, failMsg string) error 
 		}
 		s.applyFIPsForServer(sv)
 		log = s.runCloudInit(ctx, h, cc)
+		if s.opts.HostSetup != nil {
+			if err := s.opts.HostSetup(ctx, h); err != nil {
+				return s.serverError(sv, "Build of instance "+sv.id+" aborted: host setup: "+err.Error())
+			}
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1060,6 +1065,11 @@ func (s *Sim) rebuildServer(ctx context.Context, sv *server) error {
 	var log []string
 	if h != nil && sv.cc != nil {
 		log = s.runCloudInit(ctx, h, sv.cc)
+	}
+	if h != nil && s.opts.HostSetup != nil {
+		if err := s.opts.HostSetup(ctx, h); err != nil {
+			return s.serverError(sv, "rebuild: host setup: "+err.Error())
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -101,6 +101,11 @@ type Options struct {
 	// HostNetwork names the network backed by Hosts (default: the first
 	// network).
 	HostNetwork string
+	// HostSetup, when set, runs on every host a server boots as (and after
+	// a rebuild), after cloud-init and before the server is ACTIVE: e.g.
+	// install software the image would carry. An error puts the server in
+	// ERROR.
+	HostSetup func(ctx context.Context, h *testhosts.Host) error
 	// ServerUser and ServerPassword are the login of servers whose user_data
 	// names no users (default ubuntu / ubuntu, with passwordless sudo), like
 	// a cloud image prepared for password login.

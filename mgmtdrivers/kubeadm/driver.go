@@ -1,0 +1,886 @@
+package kubeadm
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
+	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/remote"
+)
+
+// Name is the driver's name in VNFDs (builtin:kubeadm, Tacker's
+// mgmt-drivers-kubernetes).
+const Name = "kubeadm"
+
+// VimTypeKubernetes is the vimType of the cluster's vimConnectionInfo entry
+// (lcm.VimTypeKubernetes; the registry's name for Tacker's "kubernetes").
+const VimTypeKubernetes = "ETSINFV.KUBERNETES.V_1"
+
+// Scratch keys (op.Scratch).
+const (
+	scratchHealed  = "kubeadm.healedServers"
+	scratchRemoved = "kubeadm.removedServers"
+)
+
+// Options configure the driver.
+type Options struct {
+	// Pins keeps the nodes' SSH host keys (the store's host_keys table).
+	// Required.
+	Pins remote.PinStore
+	// Dial opens TCP connections to the nodes, for SSH and for checking
+	// the registered VIM's API server; nil: the host's network.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ConnectWait bounds connecting to a node, retries while it boots
+	// included (default 5 min).
+	ConnectWait time.Duration
+	// CommandTimeout bounds kubectl/kubeadm commands (default 2 min).
+	CommandTimeout time.Duration
+	// InstallTimeout bounds one run of the install script (default 45 min,
+	// Tacker's 2700 s).
+	InstallTimeout time.Duration
+	// NodeWait bounds the wait for a joined node to register (default 3 min).
+	NodeWait time.Duration
+	// TokenWait bounds the wait for the VIM's token Secret (default 1 min).
+	TokenWait time.Duration
+}
+
+// Driver is the kubeadm management driver.
+type Driver struct {
+	o    Options
+	dial func(ctx context.Context, t remote.Target) (executor, error)
+}
+
+// New returns the driver.
+func New(o Options) *Driver {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.ConnectWait, remote.DefaultMaxWait)
+	def(&o.CommandTimeout, 2*time.Minute)
+	def(&o.InstallTimeout, 45*time.Minute)
+	def(&o.NodeWait, 3*time.Minute)
+	def(&o.TokenWait, time.Minute)
+	return &Driver{o: o, dial: defaultDial}
+}
+
+// Name implements mgmtdrivers.Driver.
+func (d *Driver) Name() string { return Name }
+
+// hook is one run of a hook: the op, its parameters and cluster.
+type hook struct {
+	d    *Driver
+	op   *driverapi.Op
+	p    *Params
+	topo *Topology
+	log  *slog.Logger
+}
+
+// load validates the parameters (the instance's, with a scale, heal or
+// terminate request's overrides) and finds the nodes.
+func (d *Driver) load(op *driverapi.Op) (*hook, error) {
+	if d.o.Pins == nil {
+		return nil, errors.New("kubeadm driver: no host key pin store configured")
+	}
+	src := op.AdditionalParams
+	info := op.Instance.InstantiatedVnfInfo
+	if op.Operation != model.OpInstantiate && info != nil && info.AdditionalParams != nil {
+		src = info.AdditionalParams
+	}
+	p, err := ParseParams(src)
+	if err != nil {
+		return nil, err
+	}
+	if op.Operation != model.OpInstantiate {
+		if err := p.Overrides(op.AdditionalParams); err != nil {
+			return nil, err
+		}
+	}
+	if p.VimName == "" {
+		p.VimName = "kubernetes_vim_" + op.Instance.ID
+	}
+	log := op.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &hook{d: d, op: op, p: p, log: log.With("driver", Name)}
+	if info != nil && len(info.VnfcResourceInfo) > 0 {
+		if h.topo, err = Classify(info, op.Flavour, p); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+func (h *hook) needTopology() error {
+	if h.topo == nil {
+		return errors.New("the VNF instance has no VNFCs: nothing to configure (did the infra driver create the servers?)")
+	}
+	if len(h.topo.Masters) > 1 {
+		return fmt.Errorf("%d master VNFCs: HA control planes (several masters behind a VIP) are not supported yet; deploy one master", len(h.topo.Masters))
+	}
+	return nil
+}
+
+func (h *hook) note(ctx context.Context, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	h.log.Info(msg)
+	if h.op.Progress != nil {
+		_ = h.op.Progress.Note(ctx, msg)
+	}
+}
+
+func (h *hook) nodeNote(ctx context.Context, n *Node) func(string) {
+	return func(msg string) {
+		if h.op.Progress != nil {
+			_ = h.op.Progress.NodeNote(ctx, n.Name, msg)
+		}
+	}
+}
+
+// perNode runs fn for each node at most limit at a time, as a per-node
+// checkpoint: nodes completed in an earlier run of this step are skipped, a
+// graceful cancel starts no new node, fn's output is recorded.
+func (h *hook) perNode(ctx context.Context, nodes []*Node, limit int, start string, fn func(ctx context.Context, n *Node) (any, error)) error {
+	pr := h.op.Progress
+	errs := remote.ForEach(ctx, nodes, limit, func(ctx context.Context, n *Node) error {
+		if pr != nil {
+			if _, done := pr.NodeCompleted(n.Name); done {
+				h.log.Info("node already done in an earlier run of this step; skipped", "node", n.Name)
+				return nil
+			}
+		}
+		if h.op.CancelRequested != nil && h.op.CancelRequested() {
+			return driverapi.ErrCancelled
+		}
+		if pr != nil {
+			if err := pr.NodeStart(ctx, n.Name, start); err != nil {
+				return err
+			}
+		}
+		out, err := fn(ctx, n)
+		if err != nil {
+			if pr != nil {
+				_ = pr.NodeFailed(context.WithoutCancel(ctx), n.Name, err)
+			}
+			return err
+		}
+		if pr != nil {
+			return pr.NodeDone(ctx, n.Name, out)
+		}
+		return nil
+	})
+	err := remote.JoinErrors(nodes, errs, func(n *Node) string { return n.Name })
+	for _, e := range errs {
+		if errors.Is(e, driverapi.ErrCancelled) {
+			return driverapi.ErrCancelled
+		}
+	}
+	return err
+}
+
+func (h *hook) script() ([]byte, error) {
+	if h.p.ScriptPath == "" {
+		return builtinScript, nil
+	}
+	if h.op.Package == nil {
+		return nil, errors.New("the VNF package cannot be read")
+	}
+	b, err := h.op.Package.ReadFile(h.p.ScriptPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s.script_path: %s is not in the VNF package: %w", ParamKey, h.p.ScriptPath, err)
+	}
+	if !isOurScript(b) {
+		return nil, fmt.Errorf("%s.script_path: %s is not the mini-VNFM install script (it prints no VNFM_RESULT lines; Tacker's sample script will not do): ship scripts/install_k8s_cluster.sh or leave script_path out to use the built-in one", ParamKey, h.p.ScriptPath)
+	}
+	return b, nil
+}
+
+// InstantiateStart validates the parameters before the infra driver creates
+// any resource (for VNFDs that bind instantiate_start to this driver).
+func (d *Driver) InstantiateStart(_ context.Context, op *driverapi.Op) error {
+	h, err := d.load(op)
+	if err != nil {
+		return err
+	}
+	if h.p.ScriptPath != "" {
+		_, err = h.script()
+	}
+	return err
+}
+
+// InstantiateEnd installs the cluster and registers it as a Kubernetes VIM.
+func (d *Driver) InstantiateEnd(ctx context.Context, op *driverapi.Op) error {
+	h, err := d.load(op)
+	if err != nil {
+		return err
+	}
+	return h.installCluster(ctx)
+}
+
+// installCluster: /etc/hosts on every node, kubeadm init on the first
+// master, the workers joined in parallel, the VIM registered.
+func (h *hook) installCluster(ctx context.Context) error {
+	if err := h.needTopology(); err != nil {
+		return err
+	}
+	script, err := h.script()
+	if err != nil {
+		return err
+	}
+	t := h.topo
+	all := t.All()
+	h.note(ctx, "connecting to %d nodes (host keys verified)", len(all))
+	ss, err := h.d.connect(ctx, h.log, plansFor(h.p, all, true))
+	if err != nil {
+		return err
+	}
+	defer ss.Close()
+	h.note(ctx, "writing /etc/hosts on %d nodes", len(all))
+	if err := h.d.writeHostsAll(ctx, ss, all, all); err != nil {
+		return err
+	}
+	master := t.Masters[0]
+	ms := ss.get(master)
+	if err := h.perNode(ctx, []*Node{master}, 1, "kubeadm init", func(ctx context.Context, n *Node) (any, error) {
+		return h.initMaster(ctx, ms, script)
+	}); err != nil {
+		return err
+	}
+	_, hash, err := h.d.caCert(ctx, ms)
+	if err != nil {
+		return err
+	}
+	h.note(ctx, "joining %d workers, %d at a time", len(t.Workers), h.p.WorkerParallelism)
+	if err := h.joinWorkers(ctx, ss, t.Workers, script, hash); err != nil {
+		return err
+	}
+	return h.registerVim(ctx, ss, ms)
+}
+
+func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (any, error) {
+	n := ms.node
+	if err := h.d.uploadScript(ctx, ms, script); err != nil {
+		return nil, err
+	}
+	args := []string{"-m", n.NodeIP, "-i", h.topo.EndpointIP, "-p", h.p.Master.PodCIDR, "-a", h.p.Master.ClusterCIDR,
+		"--api-port", strconv.Itoa(APIPort), "--node-name", n.Name, "--node-ip", n.NodeIP,
+		"--token-ttl", strconv.Itoa(int(h.p.JoinTokenTTL.Seconds())) + "s"}
+	r, err := h.d.runScript(ctx, ms, args, scriptEnv(h.p, h.topo), proxySecrets(h.p), h.nodeNote(ctx, n))
+	if err != nil {
+		return nil, err
+	}
+	// The script prints a join token; workers get their own, so it goes.
+	if tok := r["join_token"]; tok != "" {
+		ms.x.AddSecrets(tok)
+		h.d.deleteToken(ctx, ms, tok)
+	}
+	return map[string]string{"status": r["status"], "role": r["role"], "apiEndpoint": r["api_endpoint"],
+		"kubernetesVersion": r["kubernetes_version"]}, nil
+}
+
+// joinWorkers joins workers in parallel (worker_parallelism at a time),
+// each with a fresh bootstrap token. Nodes already in the cluster are
+// skipped; a node that holds a kubelet.conf but is not in the cluster (a
+// join that died half-way) is reset first.
+func (h *hook) joinWorkers(ctx context.Context, ss *sessions, workers []*Node, script []byte, caHash string) error {
+	if len(workers) == 0 {
+		return nil
+	}
+	ms := ss.get(h.topo.Masters[0])
+	present, err := h.d.clusterNodes(ctx, ms)
+	if err != nil {
+		return err
+	}
+	return h.perNode(ctx, workers, h.p.WorkerParallelism, "kubeadm join", func(ctx context.Context, n *Node) (any, error) {
+		if _, ok := present[n.Name]; ok {
+			return map[string]any{"status": "already-joined"}, nil
+		}
+		ws := ss.get(n)
+		note := h.nodeNote(ctx, n)
+		half, err := ws.run(ctx, "test -e "+kubeletConf+" && echo half-joined || true", h.d.sudo(remote.RunOpts{}))
+		if err != nil {
+			return nil, err
+		}
+		reset := strings.TrimSpace(half) == "half-joined"
+		if reset {
+			note("resetting a half-joined node (kubelet.conf without a Node object)")
+			if _, err := ws.run(ctx, "kubeadm reset -f", h.d.sudo(remote.RunOpts{})); err != nil {
+				return nil, fmt.Errorf("kubeadm reset on %s: %w", n.Name, err)
+			}
+		}
+		if err := h.d.uploadScript(ctx, ws, script); err != nil {
+			return nil, err
+		}
+		tok, err := h.d.mintToken(ctx, ms, h.p.JoinTokenTTL, "mini-VNFM join of "+n.Name+" (op "+h.op.ID+")")
+		if err != nil {
+			return nil, err
+		}
+		ss.addSecrets(tok)
+		defer h.d.deleteToken(context.WithoutCancel(ctx), ms, tok)
+		args := []string{"-w", n.NodeIP, "-i", h.topo.EndpointIP, "-t", tok, "-s", caHash,
+			"--api-port", strconv.Itoa(APIPort), "--node-name", n.Name, "--node-ip", n.NodeIP}
+		r, err := h.d.runScript(ctx, ws, args, scriptEnv(h.p, h.topo), append(proxySecrets(h.p), tok), note)
+		if err != nil {
+			return nil, err
+		}
+		note("waiting for the node to register")
+		if err := h.d.waitNode(ctx, ms, n.Name); err != nil {
+			return nil, err
+		}
+		return map[string]any{"status": r["status"], "reset": reset}, nil
+	})
+}
+
+// registerVim registers the cluster as a Kubernetes VIM (reused by name on
+// retry) with a dedicated ServiceAccount's token and the cluster CA, after
+// checking they work, and records it in vimConnectionInfo.
+func (h *hook) registerVim(ctx context.Context, ss *sessions, ms *session) error {
+	h.note(ctx, "registering the cluster as Kubernetes VIM %s", h.p.VimName)
+	caPEM, _, err := h.d.caCert(ctx, ms)
+	if err != nil {
+		return err
+	}
+	token, err := h.d.vimToken(ctx, ms)
+	if err != nil {
+		return err
+	}
+	ss.addSecrets(token)
+	authURL := "https://" + net.JoinHostPort(h.topo.EndpointIP, strconv.Itoa(APIPort))
+	if err := h.d.checkAPI(ctx, authURL, token, caPEM); err != nil {
+		return err
+	}
+	if h.op.Vims == nil {
+		return errors.New("no VIM registry: cannot register the cluster")
+	}
+	vimID, err := h.op.Vims.RegisterKubernetesVim(ctx, driverapi.KubernetesVim{
+		Name: h.p.VimName, AuthURL: authURL, BearerToken: token, SSLCACert: caPEM, Namespace: "default",
+		Description: "Kubernetes cluster of VNF instance " + h.op.Instance.ID + " (mini-VNFM kubeadm driver)",
+		// The driver checked the token itself, over its own dialer; the
+		// registry checks again when it reaches the nodes the same way.
+		Verify: h.d.o.Dial == nil,
+	})
+	if err != nil {
+		return fmt.Errorf("registering Kubernetes VIM %s: %w", h.p.VimName, err)
+	}
+	setVimConnection(h.op.Instance, vimID, h.p.VimName, authURL, caPEM)
+	h.log.Info("cluster registered as a Kubernetes VIM", "vimId", vimID, "name", h.p.VimName, "authUrl", authURL)
+	return nil
+}
+
+// checkAPI proves the VIM's credentials: the API server, verified with the
+// cluster CA, lists nodes for the token.
+func (d *Driver) checkAPI(ctx context.Context, authURL, token, caPEM string) error {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(caPEM)) {
+		return errors.New("the cluster CA certificate does not parse")
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	if d.o.Dial != nil {
+		tr.DialContext = d.o.Dial
+	}
+	defer tr.CloseIdleConnections()
+	cl := &http.Client{Transport: tr, Timeout: 15 * time.Second}
+	var last error
+	for attempt := 0; attempt < 10; attempt++ {
+		if attempt > 0 {
+			if err := sleep(ctx, time.Second); err != nil {
+				return err
+			}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL+"/api/v1/nodes?limit=1", nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := cl.Do(req)
+		if err != nil {
+			last = err
+			continue
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20))
+		res.Body.Close()
+		if res.StatusCode == http.StatusOK {
+			return nil
+		}
+		last = fmt.Errorf("HTTP %d", res.StatusCode)
+	}
+	return fmt.Errorf("the VIM credentials do not work: GET %s/api/v1/nodes with the ServiceAccount token and the cluster CA: %v", authURL, last)
+}
+
+// setVimConnection adds (or updates) the cluster's vimConnectionInfo entry:
+// the VIM by id, no secrets.
+func setVimConnection(in *model.VnfInstance, vimID, name, authURL, caPEM string) {
+	e := model.VimConnectionInfo{
+		ID:            uuid.NewSHA1(uuid.NameSpaceURL, []byte("mini-vnfm:kubeadm:"+in.ID+":"+vimID)).String(),
+		VimID:         vimID,
+		VimType:       VimTypeKubernetes,
+		InterfaceInfo: map[string]any{"endpoint": authURL, "ssl_ca_cert": caPEM},
+		AccessInfo:    map[string]any{"auth_url": authURL},
+		Extra:         map[string]any{"vimName": name, "managedBy": "mgmtdrivers/" + Name},
+	}
+	in.VimConnectionInfo = slices.DeleteFunc(in.VimConnectionInfo, func(c model.VimConnectionInfo) bool { return ours(c, name) || c.VimID == vimID })
+	in.VimConnectionInfo = append(in.VimConnectionInfo, e)
+}
+
+func ours(c model.VimConnectionInfo, name string) bool {
+	n, _ := c.Extra["vimName"].(string)
+	m, _ := c.Extra["managedBy"].(string)
+	return m == "mgmtdrivers/"+Name && (name == "" || n == name)
+}
+
+// removeVim deletes the cluster's VIM and its vimConnectionInfo entry.
+func (d *Driver) removeVim(ctx context.Context, op *driverapi.Op, name string) error {
+	names := []string{}
+	if name != "" {
+		names = append(names, name)
+	}
+	for _, c := range op.Instance.VimConnectionInfo {
+		if ours(c, "") {
+			if n, _ := c.Extra["vimName"].(string); n != "" && !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	if len(names) == 0 {
+		names = append(names, "kubernetes_vim_"+op.Instance.ID)
+	}
+	for _, n := range names {
+		if op.Vims == nil {
+			return errors.New("no VIM registry: cannot remove the cluster's VIM")
+		}
+		if err := op.Vims.RemoveKubernetesVim(ctx, n, op.Instance.ID); err != nil {
+			return fmt.Errorf("removing Kubernetes VIM %s: %w", n, err)
+		}
+	}
+	op.Instance.VimConnectionInfo = slices.DeleteFunc(op.Instance.VimConnectionInfo, func(c model.VimConnectionInfo) bool { return ours(c, "") })
+	return nil
+}
+
+// vimNameOf is the VIM name from the parameters, tolerating an instance
+// whose parameters are gone.
+func (d *Driver) vimNameOf(op *driverapi.Op) string {
+	if h, err := d.load(op); err == nil {
+		return h.p.VimName
+	}
+	return ""
+}
+
+// TerminateEnd removes the cluster's VIM and its vimConnectionInfo entry
+// (the VMs are gone; nothing runs on them).
+func (d *Driver) TerminateEnd(ctx context.Context, op *driverapi.Op) error {
+	return d.removeVim(ctx, op, d.vimNameOf(op))
+}
+
+// ScaleStart drains and removes the scale-in victims (the VNFCs the infra
+// driver removes next: openstack.ScaleInVictims) from the cluster and from
+// the other nodes' /etc/hosts. For a scale-out it only checks the request.
+func (d *Driver) ScaleStart(ctx context.Context, op *driverapi.Op) error {
+	req, ok := op.Request.(*model.ScaleVnfRequest)
+	if !ok {
+		return fmt.Errorf("scale_start: unexpected request %T", op.Request)
+	}
+	h, err := d.load(op)
+	if err != nil {
+		return err
+	}
+	if err := h.needTopology(); err != nil {
+		return err
+	}
+	if err := h.checkAspect(req.AspectID); err != nil {
+		return err
+	}
+	if req.Type != model.ScaleIn {
+		return nil
+	}
+	victims, err := h.victims()
+	if err != nil || len(victims) == 0 {
+		return err
+	}
+	recordServers(op, scratchRemoved, victims)
+	remaining := h.topo.Without(vnfcIDs(victims)...)
+	ss, err := d.connect(ctx, h.log, plansFor(h.p, remaining.All(), false))
+	if err != nil {
+		return err
+	}
+	defer ss.Close()
+	ms := ss.get(h.topo.Masters[0])
+	if err := h.removeNodes(ctx, ms, victims); err != nil {
+		return err
+	}
+	h.note(ctx, "removing %s from /etc/hosts of %d nodes", strings.Join(sortedNames(victims), ", "), len(remaining.All()))
+	return d.writeHostsAll(ctx, ss, remaining.All(), remaining.All())
+}
+
+// removeNodes cordons all, then drains and deletes each (in parallel).
+func (h *hook) removeNodes(ctx context.Context, ms *session, victims []*Node) error {
+	present, err := h.d.clusterNodes(ctx, ms)
+	if err != nil {
+		return err
+	}
+	var cordon []string
+	for _, v := range victims {
+		if _, ok := present[v.Name]; ok {
+			cordon = append(cordon, v.Name)
+		}
+	}
+	if len(cordon) > 0 {
+		// All first, so that no drained pod lands on another victim.
+		if _, err := ms.run(ctx, kubectl(append([]string{"cordon"}, cordon...)...), h.d.sudo(remote.RunOpts{})); err != nil {
+			return fmt.Errorf("cordoning %s: %w", strings.Join(cordon, ", "), err)
+		}
+	}
+	return h.perNode(ctx, victims, h.p.WorkerParallelism, "drain and delete", func(ctx context.Context, n *Node) (any, error) {
+		st, ok := present[n.Name]
+		if ok && !st.Ready {
+			// An unreachable kubelet never confirms pod deletions: a drain
+			// would only time out. Deleting the Node lets the pods go.
+			h.nodeNote(ctx, n)("node NotReady: deleting it without a drain")
+			if _, err := ms.run(ctx, kubectl("delete", "node", n.Name, "--ignore-not-found"), h.d.sudo(remote.RunOpts{})); err != nil {
+				return nil, fmt.Errorf("deleting node %s: %w", n.Name, err)
+			}
+			return map[string]any{"notReady": true}, nil
+		}
+		return h.d.removeNode(ctx, ms, h.p, n.Name, h.nodeNote(ctx, n))
+	})
+}
+
+// victims are the worker nodes a SCALE_IN removes.
+func (h *hook) victims() ([]*Node, error) {
+	ids, err := openstack.ScaleInVictims(h.op)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Node
+	for _, id := range ids {
+		n := h.topo.ByVnfc(id)
+		if n == nil {
+			continue // not a Kubernetes node
+		}
+		if n.Role == Master {
+			return nil, fmt.Errorf("scale-in would remove master %s: scaling the control plane is not supported", n.Name)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// checkAspect refuses aspects that scale the masters' VDU.
+func (h *hook) checkAspect(aspectID string) error {
+	if h.op.Flavour == nil {
+		return nil
+	}
+	a := h.op.Flavour.ScalingAspects[aspectID]
+	if a == nil {
+		return nil
+	}
+	for _, m := range h.topo.Masters {
+		if _, ok := a.VduDeltas[m.VduID]; ok {
+			return fmt.Errorf("aspect %s scales the master VDU %s: scaling the control plane is not supported; scale the workers' aspect", aspectID, m.VduID)
+		}
+	}
+	return nil
+}
+
+func vnfcIDs(ns []*Node) []string {
+	out := make([]string, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, n.VnfcID)
+	}
+	return out
+}
+
+// ScaleEnd joins the new workers of a SCALE_OUT in parallel and updates
+// /etc/hosts everywhere; after a SCALE_IN it forgets the removed servers'
+// host keys.
+func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op) error {
+	req, ok := op.Request.(*model.ScaleVnfRequest)
+	if !ok {
+		return fmt.Errorf("scale_end: unexpected request %T", op.Request)
+	}
+	if req.Type == model.ScaleIn {
+		return d.forgetRemoved(ctx, op)
+	}
+	h, err := d.load(op)
+	if err != nil {
+		return err
+	}
+	if err := h.needTopology(); err != nil {
+		return err
+	}
+	added := addedVnfcs(op)
+	plans := plansFor(h.p, h.topo.All(), false)
+	for i := range plans {
+		plans[i].fresh = added[plans[i].node.VnfcID]
+	}
+	all := h.topo.All()
+	ss, err := d.connect(ctx, h.log, plans)
+	if err != nil {
+		return err
+	}
+	defer ss.Close()
+	ms := ss.get(h.topo.Masters[0])
+	present, err := d.clusterNodes(ctx, ms)
+	if err != nil {
+		return err
+	}
+	var joining []*Node
+	for _, w := range h.topo.Workers {
+		if _, ok := present[w.Name]; !ok || added[w.VnfcID] {
+			joining = append(joining, w)
+		}
+	}
+	h.note(ctx, "writing /etc/hosts on %d nodes", len(all))
+	if err := d.writeHostsAll(ctx, ss, all, all); err != nil {
+		return err
+	}
+	if len(joining) == 0 {
+		return nil
+	}
+	script, err := h.script()
+	if err != nil {
+		return err
+	}
+	_, hash, err := d.caCert(ctx, ms)
+	if err != nil {
+		return err
+	}
+	h.note(ctx, "joining %s, %d at a time", strings.Join(sortedNames(joining), ", "), h.p.WorkerParallelism)
+	return h.joinWorkers(ctx, ss, joining, script, hash)
+}
+
+func addedVnfcs(op *driverapi.Op) map[string]bool {
+	out := map[string]bool{}
+	if op.ResourceChanges != nil {
+		for _, a := range op.ResourceChanges.AffectedVnfcs {
+			if a.ChangeType == "ADDED" {
+				out[a.ID] = true
+			}
+		}
+	}
+	return out
+}
+
+// forgetRemoved drops the host key pins of the servers a scale-in removed
+// (recorded by scale_start).
+func (d *Driver) forgetRemoved(ctx context.Context, op *driverapi.Op) error {
+	var gone map[string]serverAddr
+	if raw, ok := op.Scratch[scratchRemoved]; ok {
+		_ = json.Unmarshal(raw, &gone)
+	}
+	for _, id := range slices.Sorted(maps.Keys(gone)) {
+		if err := d.o.Pins.Replace(ctx, gone[id].ServerID, gone[id].Addr, nil); err != nil {
+			return fmt.Errorf("dropping the host key pins of removed server %s: %w", gone[id].ServerID, err)
+		}
+	}
+	return nil
+}
+
+// serverAddr records a VNFC's server and SSH address (its pin key).
+type serverAddr struct {
+	ServerID string `json:"serverId"`
+	Addr     string `json:"addr"`
+}
+
+func recordServers(op *driverapi.Op, key string, nodes []*Node) {
+	rec := map[string]serverAddr{}
+	for _, n := range nodes {
+		rec[n.VnfcID] = serverAddr{ServerID: n.ServerID, Addr: n.SSHAddr}
+	}
+	b, _ := json.Marshal(rec)
+	if op.Scratch != nil {
+		op.Scratch[key] = b
+	}
+}
+
+// HealStart: a VNFC heal of workers drains and deletes their nodes (a
+// NotReady node is deleted without a drain); a heal of the whole VNF removes
+// the cluster's VIM (the cluster is rebuilt). Masters cannot be healed one
+// by one.
+func (d *Driver) HealStart(ctx context.Context, op *driverapi.Op) error {
+	req, ok := op.Request.(*model.HealVnfRequest)
+	if !ok {
+		return fmt.Errorf("heal_start: unexpected request %T", op.Request)
+	}
+	h, err := d.load(op)
+	if err != nil {
+		return err
+	}
+	if err := h.needTopology(); err != nil {
+		return err
+	}
+	targets := h.topo.All()
+	if len(req.VnfcInstanceID) > 0 {
+		targets = nil
+		for _, id := range req.VnfcInstanceID {
+			n := h.topo.ByVnfc(id)
+			if n == nil {
+				continue
+			}
+			if n.Role == Master {
+				return fmt.Errorf("VNFC %s is the cluster's only master: it cannot be healed on its own; heal the entire VNF (the cluster is rebuilt, its workloads are lost)", id)
+			}
+			targets = append(targets, n)
+		}
+	}
+	recordServers(op, scratchHealed, targets)
+	if len(req.VnfcInstanceID) == 0 {
+		h.note(ctx, "entire heal: removing Kubernetes VIM %s; the cluster is rebuilt after the VNF", h.p.VimName)
+		return d.removeVim(ctx, op, h.p.VimName)
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	ss, err := d.connect(ctx, h.log, plansFor(h.p, h.topo.Masters[:1], false))
+	if err != nil {
+		return err
+	}
+	defer ss.Close()
+	return h.removeNodes(ctx, ss.get(h.topo.Masters[0]), targets)
+}
+
+// HealEnd joins the healed workers again (same node name and address, new
+// server and host key: pinned afresh, re-pinned if the server kept its id);
+// after an entire heal it installs the new cluster as instantiate_end does.
+func (d *Driver) HealEnd(ctx context.Context, op *driverapi.Op) error {
+	req, ok := op.Request.(*model.HealVnfRequest)
+	if !ok {
+		return fmt.Errorf("heal_end: unexpected request %T", op.Request)
+	}
+	h, err := d.load(op)
+	if err != nil {
+		return err
+	}
+	before := map[string]serverAddr{}
+	if raw, ok := op.Scratch[scratchHealed]; ok {
+		_ = json.Unmarshal(raw, &before)
+	}
+	if len(req.VnfcInstanceID) == 0 {
+		if err := h.installCluster(ctx); err != nil {
+			return err
+		}
+		return d.forgetServers(ctx, h, before)
+	}
+	if err := h.needTopology(); err != nil {
+		return err
+	}
+	var targets []*Node
+	for _, id := range req.VnfcInstanceID {
+		if n := h.topo.ByVnfc(id); n != nil && n.Role == Worker {
+			targets = append(targets, n)
+		}
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	plans := plansFor(h.p, h.topo.Masters[:1], false)
+	for _, p := range plansFor(h.p, targets, true) {
+		if b, ok := before[p.node.VnfcID]; ok && b.ServerID == p.node.ServerID && b.Addr == p.node.SSHAddr {
+			p.repin = true // rebuilt in place: new keys, same server id
+		}
+		plans = append(plans, p)
+	}
+	ss, err := d.connect(ctx, h.log, plans)
+	if err != nil {
+		return err
+	}
+	defer ss.Close()
+	all := h.topo.All()
+	if err := d.writeHostsAll(ctx, ss, targets, all); err != nil {
+		return err
+	}
+	script, err := h.script()
+	if err != nil {
+		return err
+	}
+	ms := ss.get(h.topo.Masters[0])
+	_, hash, err := d.caCert(ctx, ms)
+	if err != nil {
+		return err
+	}
+	if err := h.joinWorkers(ctx, ss, targets, script, hash); err != nil {
+		return err
+	}
+	return d.forgetServers(ctx, h, before)
+}
+
+// forgetServers drops the pins of servers recorded before a heal that are
+// no longer the VNFC's server.
+func (d *Driver) forgetServers(ctx context.Context, h *hook, before map[string]serverAddr) error {
+	now := map[string]bool{}
+	if h.topo != nil {
+		for _, n := range h.topo.All() {
+			now[n.ServerID] = true
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(before)) {
+		b := before[id]
+		if now[b.ServerID] {
+			continue
+		}
+		if err := d.o.Pins.Replace(ctx, b.ServerID, b.Addr, nil); err != nil {
+			h.log.Warn("could not drop the host key pins of a replaced server", "server", b.ServerID, "err", err)
+		}
+	}
+	return nil
+}
+
+// Rollback undoes a hook of an operation being rolled back: the VIM of a
+// failed instantiate, the nodes a failed scale-out joined. (A scale-in is
+// not rolled back: the engine offers retry and fail only.)
+func (d *Driver) Rollback(ctx context.Context, hookName string, op *driverapi.Op) error {
+	switch hookName {
+	case model.HookInstantiateEnd:
+		return d.removeVim(ctx, op, d.vimNameOf(op))
+	case model.HookScaleEnd:
+		req, ok := op.Request.(*model.ScaleVnfRequest)
+		if !ok || req.Type != model.ScaleOut {
+			return nil
+		}
+		h, err := d.load(op)
+		if err != nil || h.topo == nil {
+			return err
+		}
+		added := addedVnfcs(op)
+		var joined []*Node
+		for _, w := range h.topo.Workers {
+			if added[w.VnfcID] {
+				joined = append(joined, w)
+			}
+		}
+		if len(joined) == 0 {
+			return nil
+		}
+		ss, err := d.connect(ctx, h.log, plansFor(h.p, h.topo.Masters[:1], false))
+		if err != nil {
+			return err
+		}
+		defer ss.Close()
+		ms := ss.get(h.topo.Masters[0])
+		for _, n := range joined {
+			if _, err := ms.run(ctx, kubectl("delete", "node", n.Name, "--ignore-not-found"), d.sudo(remote.RunOpts{})); err != nil {
+				return fmt.Errorf("deleting node %s: %w", n.Name, err)
+			}
+		}
+		return nil
+	}
+	return nil
+}
