@@ -8,15 +8,16 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 )
 
-// VNFC metadata keys the infra driver publishes (internal/infra/openstack).
+// VNFC metadata the infra driver publishes (internal/infra/openstack).
 const (
-	metaScaleGroup   = "scaleGroup"
-	metaFingerprints = "sshHostKeyFingerprints"
-	metaServerName   = "serverName"
-	metaFloatingIP   = "floatingIpAddress" // on a vnfcCpInfo entry
+	metaScaleGroup   = openstack.MetaScaleGroup
+	metaFingerprints = openstack.MetaFingerprints
+	metaServerName   = openstack.MetaServerName
+	metaFloatingIP   = "floatingIpAddress" // vnfcCpInfo[].metadata: the port's floating IP
 )
 
 // Role is a node's part in the cluster.

@@ -1,0 +1,117 @@
+// Package kubeadm is the kubeadm management driver (name "kubeadm"; VNFDs
+// bind it with builtin:kubeadm, or Tacker's mgmt-drivers-kubernetes /
+// kubernetes_mgmt.py). It turns a VNF's VMs into a Kubernetes cluster over
+// SSH, registers the cluster as a Kubernetes VIM, and keeps the cluster in
+// step when workers are scaled or healed. One master for now; the HA
+// variant (several masters behind a keepalived VIP) builds on the same
+// topology, checkpoint and join code.
+//
+// # Parameters
+//
+// additionalParams.k8s_cluster_installation_param, as Tacker's:
+//
+//	script_path   package path of the install script; it must be our
+//	              scripts/install_k8s_cluster.sh (it prints VNFM_RESULT
+//	              lines). Optional: without it the driver's built-in copy
+//	              (generated, install_k8s_cluster.sh here) is used.
+//	vim_name      name of the registered VIM (default kubernetes_vim_<id>)
+//	master_node   aspect_id | vdu_id, ssh_cp_name, nic_cp_name (default
+//	              ssh_cp_name), username, password | ssh_private_key
+//	              (+ ssh_private_key_passphrase), pod_cidr (192.168.0.0/16),
+//	              cluster_cidr (service CIDR, 10.96.0.0/12), cluster_cp_name
+//	              (the CP holding the API address; required),
+//	              cluster_fip_name (refused: the API certificate would not
+//	              name the floating IP)
+//	worker_node   aspect_id | vdu_id, ssh_cp_name, nic_cp_name, username,
+//	              password | ssh_private_key (+ passphrase)
+//	proxy         http_proxy, https_proxy, no_proxy, k8s_node_cidr
+//
+// and our own: worker_parallelism (joins and drains at a time, default 10,
+// at most 100), drain_timeout (seconds or a duration, default 300 s),
+// drain_policy ("fail", the default, or "force"), kubernetes_version
+// (passed to the script as K8S_VERSION; default the script's pin),
+// join_token_ttl (default 15 min). Tacker's helm, private registry and NFS
+// storage extras are refused with a clear message. Every problem is
+// reported at once, each naming its key (ParamError); numbers may be given
+// as strings. Scale, heal and terminate requests may override the
+// credentials (master_node_username, master_node_password,
+// worker_node_username, worker_node_password — Tacker's — and
+// {master,worker}_node_ssh_private_key[_passphrase]) and drain_timeout,
+// drain_policy, worker_parallelism. Every hook validates before it does
+// anything; instantiate_start (when the VNFD binds it) validates before the
+// VMs are created.
+//
+// # Nodes
+//
+// Classify finds masters and workers among vnfcResourceInfo: a role's
+// vdu_id, else its aspect_id (the VNFC's scaleGroup metadata, i.e. Tacker's
+// AutoScalingGroup named after the aspect, or a VNFD aspect scaling the
+// VNFC's VDU), else its CP names. The node IP is the nic_cp_name CP's
+// address, SSH goes to the ssh_cp_name CP's address (or, Tacker's
+// floating-IP layout, the floating IP of the nic CP's port). Node names are
+// the VNFC ids made DNS labels ("workerNode-ab3xq6rfl2vc" →
+// "workernode-ab3xq6rfl2vc"): unique, stable across a VNFC heal, never
+// Tacker's master<last octet>. Every node's /etc/hosts gets a managed block
+// listing all nodes, rewritten in place on every membership change.
+//
+// # SSH
+//
+// Through internal/remote: password or key login, host keys verified
+// against the fingerprints the cloud published (VNFC metadata
+// sshHostKeyFingerprints) and pinned per server id + address in the PinStore
+// (Postgres). A hook connects to every node it needs before running
+// anything: a host key mismatch fails the hook with nothing run on any node,
+// naming the host and both fingerprints. New VMs get authentication retries
+// while cloud-init sets their password. A healed VNFC is a new server (new
+// pin key); one rebuilt under the same id is re-pinned; the pins of removed
+// and replaced servers are dropped. Values in command lines are quoted,
+// secrets (passwords, join tokens, the VIM token, proxy passwords) masked.
+// Commands run with sudo; the script is uploaded root-owned to
+// /var/lib/mini-vnfm.
+//
+// # Hooks
+//
+// instantiate_end: /etc/hosts on all nodes; the install script on the first
+// master (-m, kubeadm init, its printed join token deleted); then the
+// workers in parallel (worker_parallelism at a time), each with a bootstrap
+// token minted on the master just before its join (kubeadm token create
+// --ttl join_token_ttl) and deleted after it; proxy variables exported with
+// no_proxy extended by loopback, the pod and service CIDRs, the API
+// address, k8s_node_cidr (default the first master's /24) and every node
+// address. Each node is a progress checkpoint (Op.Progress): a retry skips
+// nodes completed before, a worker already in `kubectl get nodes` is not
+// joined again, one with a kubelet.conf but no Node object (a join that
+// died half-way) is `kubeadm reset` first. Then the VIM: a ServiceAccount
+// with an explicit kubernetes.io/service-account-token Secret (Kubernetes ≥
+// 1.24) bound to cluster-admin; its token and the cluster CA are checked
+// against https://<cluster_cp_name address>:6443/api/v1/nodes and registered
+// (Op.Vims, idempotent by name) as vim_name; vimConnectionInfo gets
+// {id, vimId, vimType ETSINFV.KUBERNETES.V_1, interfaceInfo {endpoint,
+// ssl_ca_cert}, accessInfo {auth_url}, extra {vimName, managedBy}} — no
+// secret.
+//
+// scale_start (SCALE_IN): the victims are openstack.ScaleInVictims (the
+// VNFCs the infra step removes next; masters are refused); all are
+// cordoned, then each is drained (--ignore-daemonsets
+// --delete-emptydir-data, drain_timeout) and deleted from the cluster, in
+// parallel. A drain that does not finish is, with drain_policy fail, a
+// DrainError listing the pods left (the node stays cordoned; retry after
+// freeing them); with force the pods left are deleted without eviction. A
+// NotReady node is deleted without a drain. The victims leave /etc/hosts
+// on the other nodes. scale_start also refuses aspects that scale the
+// master VDU. scale_end (SCALE_OUT): /etc/hosts everywhere and the new
+// workers (those not in the cluster) joined in parallel as above; after a
+// SCALE_IN it drops the removed servers' pins.
+//
+// heal_start / heal_end with vnfcInstanceId: workers are drained and
+// deleted, then the replacements (same name and address, new host key)
+// joined; the single master cannot be healed on its own (heal the entire
+// VNF). Without vnfcInstanceId (entire heal) heal_start removes the VIM and
+// heal_end installs the new cluster as instantiate_end does.
+//
+// terminate_end removes the VIM and the vimConnectionInfo entry.
+//
+// Rollback (mgmtdrivers.RollbackHandler): of instantiate_end removes the
+// VIM; of a scale-out's scale_end deletes the Node objects of the workers it
+// added (the infra rollback removes their VMs).
+package kubeadm

@@ -1,0 +1,287 @@
+package kubeadm
+
+import (
+	"bytes"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
+	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+)
+
+// vnfcOf builds a VNFC as the OpenStack driver reports it.
+func vnfcOf(id, vdu, group, server string, cps map[string]string) model.VnfcResourceInfo {
+	v := model.VnfcResourceInfo{ID: id, VduID: vdu,
+		ComputeResource: model.ResourceHandle{ResourceID: server, VimLevelResourceType: "OS::Nova::Server"},
+		Metadata: map[string]any{openstack.MetaServerName: vdu, openstack.MetaFingerprints: []any{"SHA256:" + id}}}
+	if group != "" {
+		v.Metadata[openstack.MetaScaleGroup] = group
+	}
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range cps {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		v.VnfcCpInfo = append(v.VnfcCpInfo, model.VnfcCpInfo{ID: id + "-" + name, CpdID: name, CpProtocolInfo: []map[string]any{{
+			"layerProtocol": "IP_OVER_ETHERNET",
+			"ipOverEthernet": map[string]any{"ipAddresses": []any{
+				map[string]any{"type": "IPV6", "addresses": []any{"fd00::1"}},
+				map[string]any{"type": "IPV4", "addresses": []any{cps[name]}},
+			}}}}})
+	}
+	return v
+}
+
+func sampleInfo() *model.InstantiatedVnfInfo {
+	return &model.InstantiatedVnfInfo{VnfcResourceInfo: []model.VnfcResourceInfo{
+		vnfcOf("masterNode-aaaa", "masterNode", "master_instance", "srv-m", map[string]string{"masterNode_CP1": "10.0.0.10"}),
+		vnfcOf("workerNode-bbbb", "workerNode", "worker_instance", "srv-w1", map[string]string{"workerNode_CP1": "10.0.0.11"}),
+		vnfcOf("workerNode-cccc", "workerNode", "worker_instance", "srv-w2", map[string]string{"workerNode_CP1": "10.0.0.12"}),
+		vnfcOf("storage", "storageNode", "", "srv-s", map[string]string{"storage_CP1": "10.0.0.20"}),
+	}}
+}
+
+func sampleFlavour() *model.Flavour {
+	return &model.Flavour{ID: "simple", ScalingAspects: map[string]*model.ScalingAspect{
+		"worker_instance": {VduDeltas: map[string]map[string]int{"workerNode": {"delta_1": 1}}}}}
+}
+
+func sampleParams(t *testing.T) *Params {
+	t.Helper()
+	p, err := ParseParams(map[string]any{ParamKey: map[string]any{
+		"master_node": map[string]any{"aspect_id": "master_instance", "ssh_cp_name": "masterNode_CP1", "username": "u", "password": "p",
+			"cluster_cp_name": "masterNode_CP1"},
+		"worker_node": map[string]any{"aspect_id": "worker_instance", "ssh_cp_name": "workerNode_CP1", "username": "u", "password": "p"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func names(ns []*Node) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+func TestClassifyByAspect(t *testing.T) {
+	topo, err := Classify(sampleInfo(), sampleFlavour(), sampleParams(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(names(topo.Masters), []string{"masternode-aaaa"}) || !slices.Equal(names(topo.Workers), []string{"workernode-bbbb", "workernode-cccc"}) {
+		t.Fatalf("masters %v workers %v", names(topo.Masters), names(topo.Workers))
+	}
+	m := topo.Masters[0]
+	if m.NodeIP != "10.0.0.10" || m.SSHAddr != "10.0.0.10" || m.ServerID != "srv-m" || m.VnfcID != "masterNode-aaaa" ||
+		!slices.Equal(m.Fingerprints, []string{"SHA256:masterNode-aaaa"}) || m.Role != Master {
+		t.Errorf("master %+v", m)
+	}
+	if topo.EndpointIP != "10.0.0.10" {
+		t.Errorf("endpoint %s", topo.EndpointIP)
+	}
+	if n := topo.ByVnfc("workerNode-cccc"); n == nil || n.NodeIP != "10.0.0.12" {
+		t.Errorf("ByVnfc: %v", n)
+	}
+	rest := topo.Without("workerNode-bbbb")
+	if !slices.Equal(names(rest.All()), []string{"masternode-aaaa", "workernode-cccc"}) || len(topo.Workers) != 2 {
+		t.Errorf("Without: %v (original %v)", names(rest.All()), names(topo.All()))
+	}
+}
+
+// The aspect may name a VNFD scaling aspect instead of a Heat group: a
+// VNFC without group metadata is matched through the aspect's VDU deltas.
+func TestClassifyByAspectDeltasVduAndCP(t *testing.T) {
+	info := sampleInfo()
+	for i := range info.VnfcResourceInfo {
+		delete(info.VnfcResourceInfo[i].Metadata, openstack.MetaScaleGroup)
+	}
+	p := sampleParams(t)
+	p.Master.AspectID = "" // master by its CP
+	topo, err := Classify(info, sampleFlavour(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(topo.Masters) != 1 || len(topo.Workers) != 2 {
+		t.Fatalf("masters %v workers %v", names(topo.Masters), names(topo.Workers))
+	}
+	// vdu_id wins over everything.
+	p.Worker.AspectID, p.Worker.VduID = "", "workerNode"
+	p.Worker.SSHCPName = "storage_CP1" // would match the storage VNFC by CP
+	p.Worker.NICCPName = "workerNode_CP1"
+	if _, err := Classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), `ssh_cp_name "storage_CP1"`) {
+		t.Fatalf("a worker without the ssh CP: %v", err)
+	}
+}
+
+func TestClassifyErrors(t *testing.T) {
+	p := sampleParams(t)
+	p.Worker.AspectID = "master_instance"
+	if _, err := Classify(sampleInfo(), sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "matches both master_node and worker_node") {
+		t.Errorf("overlap: %v", err)
+	}
+	p = sampleParams(t)
+	p.Master.AspectID = "nope"
+	if _, err := Classify(sampleInfo(), sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "no VNFC matches") || !strings.Contains(err.Error(), `group "master_instance"`) {
+		t.Errorf("no master: %v", err)
+	}
+	p = sampleParams(t)
+	p.Master.ClusterCPName = "vip_CP"
+	info := sampleInfo()
+	info.ExtCpInfo = []model.ExtCpInfo{{ID: "vip", CpdID: "vip_CP"}}
+	if _, err := Classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "HA control planes are not supported yet") {
+		t.Errorf("VIP: %v", err)
+	}
+	p = sampleParams(t)
+	p.Worker.NICCPName = "workerNode_CP9"
+	if _, err := Classify(sampleInfo(), sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), `nic_cp_name "workerNode_CP9" (its connection points: workerNode_CP1)`) {
+		t.Errorf("missing nic CP: %v", err)
+	}
+}
+
+// Tacker's floating-IP layout: ssh_cp_name names the FloatingIP resource,
+// which is no VNFC CP; the node port's floating address is used.
+func TestClassifyFloatingIP(t *testing.T) {
+	info := sampleInfo()
+	info.VnfcResourceInfo[1].VnfcCpInfo[0].Metadata = map[string]any{"floatingIpAddress": "172.24.4.11"}
+	p := sampleParams(t)
+	p.Worker.SSHCPName, p.Worker.NICCPName = "workerNode_FloatingIP", "workerNode_CP1"
+	if _, err := Classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "workerNode-cccc has no address") {
+		t.Fatalf("want the worker without a floating IP refused: %v", err)
+	}
+	info.VnfcResourceInfo[2].VnfcCpInfo[0].Metadata = map[string]any{"floatingIpAddress": "172.24.4.12"}
+	topo, err := Classify(info, sampleFlavour(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := topo.Workers[0]; w.SSHAddr != "172.24.4.11" || w.NodeIP != "10.0.0.11" {
+		t.Errorf("worker %+v", w)
+	}
+}
+
+func TestNodeName(t *testing.T) {
+	for in, want := range map[string]string{
+		"workerNode-ab3xq6rfl2vc": "workernode-ab3xq6rfl2vc",
+		"masterNode":              "masternode",
+	} {
+		if got := NodeName(in); got != want {
+			t.Errorf("NodeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	a, b := NodeName("VDU_1/x"), NodeName("VDU-1.x")
+	if a == b || !strings.HasPrefix(a, "vdu-1-x-") || len(a) != len("vdu-1-x-")+8 {
+		t.Errorf("replaced characters: %q %q", a, b)
+	}
+	long := NodeName(strings.Repeat("a", 80))
+	if len(long) > 63 || NodeName(strings.Repeat("a", 81)) == long {
+		t.Errorf("long ids: %q", long)
+	}
+	if n := NodeName("__"); !strings.HasPrefix(n, "node-") {
+		t.Errorf("empty after cleaning: %q", n)
+	}
+}
+
+func TestHostsBlockAndNoProxy(t *testing.T) {
+	topo, err := Classify(sampleInfo(), sampleFlavour(), sampleParams(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# BEGIN mini-VNFM Kubernetes nodes\n10.0.0.10 masternode-aaaa\n10.0.0.11 workernode-bbbb\n10.0.0.12 workernode-cccc\n# END mini-VNFM Kubernetes nodes\n"
+	if got := hostsBlock(topo.All()); got != want {
+		t.Errorf("hosts block:\n%s", got)
+	}
+	p := sampleParams(t)
+	if env := scriptEnv(p, topo); len(env) != 0 {
+		t.Errorf("env without proxy or version: %v", env)
+	}
+	p.Proxy = ProxyParams{HTTPProxy: "http://u:pw@proxy:3128", NoProxy: "example.com,10.0.0.10"}
+	p.KubernetesVersion = "v1.30.2"
+	env := scriptEnv(p, topo)
+	wantNP := "example.com,10.0.0.10,127.0.0.1,localhost,192.168.0.0/16,10.96.0.0/12,10.0.0.0/24,10.0.0.11,10.0.0.12"
+	if env["no_proxy"] != wantNP || env["NO_PROXY"] != wantNP || env["http_proxy"] != p.Proxy.HTTPProxy || env["HTTP_PROXY"] != p.Proxy.HTTPProxy ||
+		env["https_proxy"] != "" || env["K8S_VERSION"] != "v1.30.2" {
+		t.Errorf("env %v", env)
+	}
+	p.Proxy.K8sNodeCIDR = "10.0.0.0/16"
+	if np := noProxy(p, topo); !strings.Contains(np, ",10.0.0.0/16,") || strings.Contains(np, "10.0.0.0/24") {
+		t.Errorf("no_proxy with k8s_node_cidr: %s", np)
+	}
+	if s := proxySecrets(p); !slices.Equal(s, []string{"pw"}) {
+		t.Errorf("proxy secrets %v", s)
+	}
+}
+
+func TestResults(t *testing.T) {
+	out := "[install_k8s_cluster.sh] role main-master\nInstall Success!\nVNFM_RESULT status=installed\nVNFM_RESULT api_endpoint=https://10.0.0.10:6443\r\nVNFM_RESULT error=a=b\nnoise VNFM_RESULT x=y\n"
+	r := results(out)
+	if r["status"] != "installed" || r["api_endpoint"] != "https://10.0.0.10:6443" || r["error"] != "a=b" || r["x"] != "" {
+		t.Errorf("results %v", r)
+	}
+}
+
+func TestDrainError(t *testing.T) {
+	e := &DrainError{Node: "w1", Timeout: 300e9, Pods: []string{"default/db-0", "prod/api-1"}}
+	if s := e.Error(); !strings.Contains(s, "node w1 was not drained within 5m0s") || !strings.Contains(s, "pods that blocked: default/db-0, prod/api-1") ||
+		!strings.Contains(s, `drain_policy "force"`) {
+		t.Errorf("%s", s)
+	}
+}
+
+func TestVimType(t *testing.T) {
+	if VimTypeKubernetes != lcm.VimTypeKubernetes {
+		t.Errorf("VimTypeKubernetes %q, the registry says %q", VimTypeKubernetes, lcm.VimTypeKubernetes)
+	}
+}
+
+func TestSetVimConnection(t *testing.T) {
+	in := &model.VnfInstance{ID: "i1", VimConnectionInfo: []model.VimConnectionInfo{{ID: "os", VimType: "ETSINFV.OPENSTACK_KEYSTONE.V_3"}}}
+	setVimConnection(in, "vim-1", "k8s", "https://10.0.0.10:6443", "PEM")
+	setVimConnection(in, "vim-1", "k8s", "https://10.0.0.10:6443", "PEM") // a retry: no duplicate
+	if len(in.VimConnectionInfo) != 2 || in.VimConnectionInfo[0].ID != "os" {
+		t.Fatalf("vimConnectionInfo %+v", in.VimConnectionInfo)
+	}
+	c := in.VimConnectionInfo[1]
+	if c.VimID != "vim-1" || c.VimType != VimTypeKubernetes || c.AccessInfo["auth_url"] != "https://10.0.0.10:6443" ||
+		c.InterfaceInfo["ssl_ca_cert"] != "PEM" || c.Extra["vimName"] != "k8s" || !ours(c, "k8s") || ours(in.VimConnectionInfo[0], "") {
+		t.Errorf("entry %+v", c)
+	}
+	for k := range c.AccessInfo {
+		if strings.Contains(k, "token") || strings.Contains(k, "password") {
+			t.Errorf("accessInfo holds a secret: %v", c.AccessInfo)
+		}
+	}
+}
+
+// The embedded installer and the sample package's copy are
+// scripts/install_k8s_cluster.sh plus the generated-file marker.
+func TestScriptCopiesAreCurrent(t *testing.T) {
+	src, err := os.ReadFile("../../scripts/install_k8s_cluster.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, rest, _ := bytes.Cut(src, []byte("\n"))
+	var want bytes.Buffer
+	want.Write(first)
+	want.WriteString("\n# Code generated from scripts/install_k8s_cluster.sh by go generate ./mgmtdrivers/kubeadm; DO NOT EDIT.\n")
+	want.Write(rest)
+	sample, err := os.ReadFile("../../samples/kubeadm-single/Scripts/install_k8s_cluster.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][]byte{"the embedded copy": builtinScript, "samples/kubeadm-single/Scripts/install_k8s_cluster.sh": sample} {
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("%s is not current: run go generate ./mgmtdrivers/kubeadm", name)
+		}
+	}
+	if !isOurScript(builtinScript) || isOurScript([]byte("#!/bin/bash\necho 'Install Success!'\n")) {
+		t.Error("isOurScript")
+	}
+}
