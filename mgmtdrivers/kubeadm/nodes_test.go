@@ -16,7 +16,7 @@ import (
 func vnfcOf(id, vdu, group, server string, cps map[string]string) model.VnfcResourceInfo {
 	v := model.VnfcResourceInfo{ID: id, VduID: vdu,
 		ComputeResource: model.ResourceHandle{ResourceID: server, VimLevelResourceType: "OS::Nova::Server"},
-		Metadata: map[string]any{openstack.MetaServerName: vdu, openstack.MetaFingerprints: []any{"SHA256:" + id}}}
+		Metadata:        map[string]any{openstack.MetaServerName: vdu, openstack.MetaFingerprints: []any{"SHA256:" + id}}}
 	if group != "" {
 		v.Metadata[openstack.MetaScaleGroup] = group
 	}

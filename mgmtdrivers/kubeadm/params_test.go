@@ -160,7 +160,9 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"number as name", func(m map[string]any) { param(m, "master_node")["username"] = float64(5) }, ParamKey + ".master_node.username", "must be a string, not a number"},
 		{"unknown key", func(m map[string]any) { param(m, "master_node")["pod_cdir"] = "x" }, ParamKey + ".master_node.pod_cdir", "is not a known parameter"},
 		{"master key on worker", func(m map[string]any) { param(m, "worker_node")["pod_cidr"] = "10.0.0.0/8" }, ParamKey + ".worker_node.pod_cidr", "belongs in master_node"},
-		{"helm", func(m map[string]any) { m[ParamKey].(map[string]any)["helm_installation_script_path"] = "Scripts/helm.sh" },
+		{"helm", func(m map[string]any) {
+			m[ParamKey].(map[string]any)["helm_installation_script_path"] = "Scripts/helm.sh"
+		},
 			ParamKey + ".helm_installation_script_path", "is not supported"},
 		{"fip", func(m map[string]any) { param(m, "master_node")["cluster_fip_name"] = "fip" }, ParamKey + ".master_node.cluster_fip_name", "is not supported"},
 		{"bad proxy", func(m map[string]any) { param(m, "proxy")["http_proxy"] = "proxy:3128" }, ParamKey + ".proxy.http_proxy", "is not an http(s) URL"},
