@@ -34,8 +34,9 @@ lint: ## gofmt, go vet, shellcheck
 	$(GO) vet ./...
 	shellcheck $(SHELL_SCRIPTS)
 
-bench: ## run the Go benchmarks (no tests)
-	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./...
+bench: ## measure engine latency and rate, API reads vs pgbench, big filtered lists, SSH fan-out (root, < 10 min; docs/benchmarks.md): table, bench/results/*.json
+	$(GO) build -o bin/vnfm-bench ./cmd/vnfm-bench
+	bin/vnfm-bench -out bench/results $(BENCHFLAGS)
 
 samples: ## zip the sample VNF packages under samples/ into bin/samples/*.zip (CSARs with TOSCA.meta hashes)
 	scripts/make-samples.sh bin/samples

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	_ "net/http/pprof" // served by the VNFM under test on a separate loopback port
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/config"
+	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
+	"github.com/mini-vnfm/mini-vnfm/internal/pglocal"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
+	"github.com/mini-vnfm/mini-vnfm/internal/server"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
+)
+
+// bench holds what the phases share.
+type bench struct {
+	o      options
+	ctx    context.Context
+	res    *Results
+	prefix string // of the files this run writes (bench/results/<time>)
+
+	dbDir     string
+	pg        *pglocal.Server
+	dbURL     string
+	pgVersion string
+	pgPID     int
+	pool      *pgxpool.Pool
+	key       string
+
+	vnfm      *exec.Cmd
+	vnfmPID   int
+	vnfmDone  chan struct{}
+	vnfmStdin io.WriteCloser
+	base      string // http://127.0.0.1:port of the VNFM
+	pprof     string // host:port of its pprof listener
+
+	client *http.Client
+	// instances created by the engine phase (reads use them)
+	instanceIDs []string
+
+	cleanups []func()
+}
+
+func (b *bench) cleanup() {
+	for i := len(b.cleanups) - 1; i >= 0; i-- {
+		b.cleanups[i]()
+	}
+}
+
+// startDB starts a private PostgreSQL in a temporary directory, durable like
+// the embedded database of `vnfm serve` unless -fast-db.
+func (b *bench) startDB() error {
+	dir, err := os.MkdirTemp("", "vnfm-bench-")
+	if err != nil {
+		return err
+	}
+	b.dbDir = dir
+	b.cleanups = append(b.cleanups, func() { _ = os.RemoveAll(dir) })
+	if os.Geteuid() == 0 {
+		// The server runs as user postgres, which must traverse the directory.
+		if err := os.Chmod(dir, 0o711); err != nil {
+			return err
+		}
+	}
+	t0 := time.Now()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	pg, err := pglocal.Start(b.ctx, pglocal.Options{DataDir: filepath.Join(dir, "pg"), Fast: b.o.fastDB, Logger: log})
+	if err != nil {
+		return err
+	}
+	b.pg = pg
+	b.cleanups = append(b.cleanups, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := pg.Destroy(ctx); err != nil {
+			logf("removing the bench database: %v", err)
+		}
+	})
+	b.dbURL = pg.URL("vnfm")
+	b.pgPID = postmasterPID(pg.PGData())
+	if err := store.MigrateUp(b.ctx, b.dbURL); err != nil {
+		return err
+	}
+	cfg, err := pgxpool.ParseConfig(b.dbURL)
+	if err != nil {
+		return err
+	}
+	cfg.MaxConns = 8
+	if b.pool, err = pgxpool.NewWithConfig(b.ctx, cfg); err != nil {
+		return err
+	}
+	b.cleanups = append(b.cleanups, b.pool.Close)
+	if err := b.pool.QueryRow(b.ctx, "SHOW server_version").Scan(&b.pgVersion); err != nil {
+		return err
+	}
+	durability := "durable (fsync on, synchronous_commit on)"
+	if b.o.fastDB {
+		durability = "fsync off"
+	}
+	logf("PostgreSQL %s up in %v, %s, pgdata %s", b.pgVersion, time.Since(t0).Round(time.Millisecond), durability, pg.PGData())
+	return nil
+}
+
+// startVNFM runs this binary as the VNFM under test: server.Run with the
+// zero-latency in-test drivers, on the bench database, default settings
+// except VNFM_WORKERS (-workers) and the ephemeral port.
+func (b *bench) startVNFM() error {
+	st, err := store.Open(b.ctx, b.dbURL, nil)
+	if err != nil {
+		return err
+	}
+	err = st.PutPackage(b.ctx, lcmtest.SamplePackage())
+	st.Close()
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	b.key = secrets.NewKey()
+	logPath := b.prefix + "-vnfm.log"
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close() // the child keeps its own descriptor
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), serveEnv+"=1", "DATABASE_URL="+b.dbURL, "VNFM_SECRET_KEY="+b.key,
+		"VNFM_LISTEN=127.0.0.1:0", fmt.Sprintf("VNFM_WORKERS=%d", b.o.workers), "VNFM_AUTH=off")
+	cmd.Stderr = logFile // inherited descriptor: logging costs the VNFM what it costs in production
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if b.vnfmStdin, err = cmd.StdinPipe(); err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	b.vnfm, b.vnfmPID, b.vnfmDone = cmd, cmd.Process.Pid, make(chan struct{})
+	go func() { _ = cmd.Wait(); close(b.vnfmDone) }()
+	b.cleanups = append(b.cleanups, b.stopVNFM)
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "PPROF "); ok {
+				b.pprof = a
+			}
+			if a, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
+				b.base = "http://" + a
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-b.vnfmDone:
+		return fmt.Errorf("the VNFM exited at start; see %s", logPath)
+	case <-time.After(60 * time.Second):
+		return fmt.Errorf("the VNFM did not start within 60 s; see %s", logPath)
+	}
+	b.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxIdleConns: 256, IdleConnTimeout: time.Minute}, Timeout: time.Minute}
+	logf("VNFM pid %d serving %s (log %s)", b.vnfmPID, b.base, logPath)
+	return nil
+}
+
+func (b *bench) stopVNFM() {
+	if b.vnfm == nil {
+		return
+	}
+	_ = b.vnfmStdin.Close() // graceful stop
+	select {
+	case <-b.vnfmDone:
+	case <-time.After(20 * time.Second):
+		_ = b.vnfm.Process.Kill()
+		<-b.vnfmDone
+	}
+	b.vnfm = nil
+}
+
+// serve is the VNFM under test (re-executed vnfm-bench).
+func serve() int {
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin) // the bench closes stdin (or dies): stop
+		stop()
+	}()
+	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		fmt.Printf("PPROF %s\n", ln.Addr())
+		go func() { _ = http.Serve(ln, http.DefaultServeMux) }()
+	}
+	err = server.Run(ctx, cfg, server.Options{Version: "bench", Infra: lcmtest.Resolver(&lcmtest.Infra{}),
+		Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Ready: func(addr string) { fmt.Printf("READY %s\n", addr) }})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// profile saves a CPU profile of the VNFM taken over d (when -profile) and,
+// when the go tool is at hand, its top functions as text.
+func (b *bench) profile(name string, d time.Duration) (wait func()) {
+	if !b.o.profile || b.pprof == "" || d < time.Second {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.pprof, int(d.Seconds()))
+		res, err := http.Get(url)
+		if err != nil {
+			logf("profile %s: %v", name, err)
+			return
+		}
+		defer res.Body.Close()
+		path := b.prefix + "-" + name + ".pprof"
+		f, err := os.Create(path)
+		if err != nil {
+			logf("profile %s: %v", name, err)
+			return
+		}
+		_, err = io.Copy(f, res.Body)
+		f.Close()
+		if err != nil {
+			logf("profile %s: %v", name, err)
+			return
+		}
+		exe, _ := os.Executable()
+		if out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=30", exe, path).CombinedOutput(); err == nil {
+			_ = os.WriteFile(b.prefix+"-"+name+"-top.txt", out, 0o644)
+		}
+		logf("CPU profile of the VNFM (%s): %s", name, path)
+	}()
+	return func() { <-done }
+}
+
+func (b *bench) exec(ctx context.Context, sql string, args ...any) error {
+	_, err := b.pool.Exec(ctx, sql, args...)
+	return err
+}
