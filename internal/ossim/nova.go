@@ -454,7 +454,7 @@ func (s *Sim) deleteServer(ctx context.Context, id string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, pid := range sv.ports {
+	for _, pid := range slices.Clone(sv.ports) { // detachPortFromServer edits sv.ports
 		p := s.ports[pid]
 		if p == nil {
 			continue
