@@ -12,13 +12,15 @@ TESTFLAGS ?=
 SHELL_SCRIPTS := $(wildcard scripts/*.sh) .ci/run
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test lint bench migrate-up image clean samples
+.PHONY: help build run test lint bench migrate-up image clean samples demo
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build the static binary bin/vnfm (VERSION=... sets `vnfm version`)
+build: ## build the static binaries: bin/vnfm, the Kubernetes stand-in bin/k8s-standin, bin/openstack-sim
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) $(PKG)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/k8s-standin ./cmd/k8s-standin
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/openstack-sim ./cmd/openstack-sim
 
 run: build ## install missing run-time packages, then `bin/vnfm serve` (embedded PostgreSQL unless DATABASE_URL is set)
 	scripts/ensure-deps.sh
@@ -37,6 +39,9 @@ lint: ## gofmt, go vet, shellcheck
 bench: ## measure engine latency and rate, API reads vs pgbench, big filtered lists, SSH fan-out (root, < 10 min; docs/benchmarks.md): table, bench/results/*.json
 	$(GO) build -o bin/vnfm-bench ./cmd/vnfm-bench
 	bin/vnfm-bench -out bench/results $(BENCHFLAGS)
+
+demo: ## drive a running `make run` through a cluster's whole lifecycle with live progress (PACKAGE=kubeadm-single for one master)
+	$(GO) run ./cmd/vnfm-demo -package $(or $(PACKAGE),kubeadm-ha)
 
 samples: ## zip the sample VNF packages under samples/ into bin/samples/*.zip (CSARs with TOSCA.meta hashes)
 	scripts/make-samples.sh bin/samples

@@ -39,6 +39,11 @@ type Config struct {
 	NotifyRetryFor   time.Duration `env:"VNFM_NOTIFY_RETRY_FOR" envDefault:"24h"`
 	// TestCallbacks sends GET to a new subscription's callbackUri and requires 204.
 	TestCallbacks bool `env:"VNFM_TEST_CALLBACKS" envDefault:"true"`
+	// The embedded OpenStack simulator make run brings along: auto (when
+	// DATABASE_URL is unset), on or off; its real SSH hosts: auto (as root), on, off.
+	Simulator       string `env:"VNFM_SIMULATOR" envDefault:"auto"`
+	SimulatorHosts  string `env:"VNFM_SIMULATOR_HOSTS" envDefault:"auto"`
+	SimulatorListen string `env:"VNFM_SIMULATOR_LISTEN" envDefault:"127.0.0.1:5000"`
 
 	// SecretKeyFile holds the key (first line) and optionally old keys
 	// (further lines); default DataDir/secret.key, see Box.
@@ -70,6 +75,19 @@ func Load() (*Config, error) {
 		return nil, errors.New("config: VNFM_WORKERS and VNFM_PAGE_SIZE must be ≥ 1 and VNFM_LEASE ≥ 1s")
 	}
 	return &c, nil
+}
+
+// SimulatorOn reports whether serve starts the embedded OpenStack simulator.
+func (c *Config) SimulatorOn() (bool, error) {
+	switch strings.ToLower(c.Simulator) {
+	case "on", "true", "1":
+		return true, nil
+	case "off", "false", "0":
+		return false, nil
+	case "", "auto":
+		return c.DatabaseURL == "", nil
+	}
+	return false, fmt.Errorf("config: VNFM_SIMULATOR=%q: say auto, on or off", c.Simulator)
 }
 
 // Logger builds the slog logger; secret-named attributes are always masked.

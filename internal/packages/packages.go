@@ -433,3 +433,20 @@ func readZipFile(zr *zip.Reader, name string) ([]byte, error) {
 	}
 	return nil, os.ErrNotExist
 }
+
+// OnboardIfMissing creates and uploads a package unless one with the same
+// vnfdId exists (any state): make run onboards its samples on every start.
+func (s *Service) OnboardIfMissing(ctx context.Context, vnfdID string, content []byte, userDefinedData map[string]any) (created bool, err error) {
+	_, err = s.st.PackageByVnfdID(ctx, vnfdID)
+	if err == nil {
+		return false, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	p, err := s.Create(ctx, userDefinedData)
+	if err != nil {
+		return false, err
+	}
+	return true, s.Upload(ctx, p.ID, content)
+}

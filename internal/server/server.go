@@ -24,6 +24,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/notify"
 	"github.com/mini-vnfm/mini-vnfm/internal/packages"
 	"github.com/mini-vnfm/mini-vnfm/internal/pglocal"
+	"github.com/mini-vnfm/mini-vnfm/internal/simcloud"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
 )
@@ -31,7 +32,7 @@ import (
 // Options are the parts that are code, not configuration.
 type Options struct {
 	Version string
-	// Infra resolves infra drivers by VIM type (nil: none yet).
+	// Infra resolves infra drivers by VIM type (nil: the built-in OpenStack driver).
 	Infra lcm.InfraResolver
 	// Mgmt holds the management drivers (nil: the built-in set).
 	Mgmt *mgmtdrivers.Registry
@@ -95,9 +96,32 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 	defer st.Close()
 
+	simOn, err := cfg.SimulatorOn()
+	if err != nil {
+		return err
+	}
+	var cloud *simcloud.Cloud
+	if simOn {
+		cloud, err = simcloud.Start(ctx, simcloud.Options{Listen: cfg.SimulatorListen, Hosts: cfg.SimulatorHosts,
+			Logger: log, HostSetup: standinSetup(log)})
+		if err != nil {
+			return fmt.Errorf("embedded OpenStack simulator (VNFM_SIMULATOR=off to run without it): %w", err)
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := cloud.Close(cctx); err != nil {
+				log.Warn("stopping the simulator", "err", err)
+			}
+		}()
+	}
 	mgmt := o.Mgmt
 	if mgmt == nil {
-		mgmt = mgmtdrivers.NewRegistry() // built-in drivers register here as they land
+		mo := MgmtOptions{Pins: st.HostKeyPins()}
+		if cloud != nil {
+			mo.Dial = cloud.Dial
+		}
+		mgmt = DefaultMgmt(mo)
 	}
 	infra := o.Infra
 	if infra == nil {
@@ -165,6 +189,13 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			_ = engine.Run(engineCtx)
 		}
 	}()
+	if cloud != nil {
+		if err := provisionSimCloud(ctx, log, svc, pkgs, cloud); err != nil {
+			log.Error("setting up the embedded cloud", "err", err)
+		} else {
+			printWelcome(os.Stderr, cfg.EndpointURL, cloud)
+		}
+	}
 	log.Info("vnfm serving", "listen", ln.Addr().String(), "endpoint", cfg.EndpointURL, "version", o.Version, "engine", cfg.Engine)
 	fmt.Fprintf(os.Stderr, "\nmini-VNFM is up: %s/vnflcm/v1/vnf_instances  (API spec: %s/vnflcm/v1/openapi.yaml; Ctrl-C stops)\n\n", cfg.EndpointURL, cfg.EndpointURL)
 	if o.Ready != nil {

@@ -1,0 +1,299 @@
+// Command vnfm-demo drives a running mini-VNFM (make run) through the whole
+// lifecycle of a Kubernetes cluster over the public API, with a live
+// progress display: create → instantiate → show the cluster → scale out →
+// scale in → heal a worker → heal a master → terminate → delete. It exits
+// non-zero on the first failure, leaving the failed op occurrence on screen.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+func main() {
+	endpoint := flag.String("endpoint", envOr("VNFM_ENDPOINT_URL", "http://127.0.0.1:9890"), "the VNFM's base URL")
+	sample := flag.String("package", "kubeadm-ha", "sample package: kubeadm-ha (3 masters) or kubeadm-single")
+	password := flag.String("node-password", "demo-Passw0rd", "password of the cluster nodes' login")
+	timeout := flag.Duration("timeout", 15*time.Minute, "bound of each operation")
+	flag.Parse()
+	d := &demo{base: strings.TrimRight(*endpoint, "/"), timeout: *timeout, out: os.Stdout, tty: isTTY()}
+	if err := d.run(*sample, *password); err != nil {
+		fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func isTTY() bool {
+	fi, err := os.Stdout.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+type demo struct {
+	base    string
+	timeout time.Duration
+	out     io.Writer
+	tty     bool
+	results []result
+}
+
+type result struct {
+	name, state string
+	took        time.Duration
+}
+
+// call sends a request and decodes a JSON answer; a ProblemDetails becomes the error.
+func (d *demo) call(method, path string, body any, out any) (http.Header, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, d.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w (is `make run` running?)", method, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode >= 300 {
+		var pd struct {
+			Detail string `json:"detail"`
+		}
+		_ = json.Unmarshal(b, &pd)
+		return nil, fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, pd.Detail)
+	}
+	if out != nil && len(b) > 0 {
+		if err := json.Unmarshal(b, out); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	return res.Header, nil
+}
+
+func (d *demo) printf(format string, a ...any) { fmt.Fprintf(d.out, format, a...) }
+
+func (d *demo) run(sample, password string) error {
+	start := time.Now()
+	var pkgs []map[string]any
+	if _, err := d.call("GET", "/vnfpkgm/v1/vnf_packages?all_fields", nil, &pkgs); err != nil {
+		return err
+	}
+	var vnfdID, flavour string
+	for _, p := range pkgs {
+		udd, _ := p["userDefinedData"].(map[string]any)
+		if udd["sample"] == sample && p["onboardingState"] == "ONBOARDED" {
+			vnfdID, _ = p["vnfdId"].(string)
+		}
+	}
+	if vnfdID == "" {
+		return fmt.Errorf("sample package %s is not onboarded; `make run` onboards the samples when it brings its own cloud", sample)
+	}
+	flavour = "simple"
+	if sample == "kubeadm-ha" {
+		flavour = "ha"
+	}
+	d.printf("1. onboarded package: %s (vnfdId %s)\n", sample, vnfdID)
+
+	var inst map[string]any
+	h, err := d.call("POST", "/vnflcm/v1/vnf_instances", map[string]any{"vnfdId": vnfdID, "vnfInstanceName": "demo-" + time.Now().Format("150405")}, &inst)
+	if err != nil {
+		return err
+	}
+	id := inst["id"].(string)
+	d.printf("2. created VNF instance %s (%s)\n", id, h.Get("Location"))
+
+	steps := []struct {
+		name, task string
+		body       func() (map[string]any, error)
+	}{
+		{"instantiate", "instantiate", func() (map[string]any, error) { return instantiateBody(flavour, password), nil }},
+		{"scale out 2", "scale", func() (map[string]any, error) {
+			return map[string]any{"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": 2}, nil
+		}},
+		{"scale in 1", "scale", func() (map[string]any, error) {
+			return map[string]any{"type": "SCALE_IN", "aspectId": "worker_instance", "numberOfSteps": 1}, nil
+		}},
+		{"heal a worker", "heal", func() (map[string]any, error) { return d.healBody(id, "workerNode") }},
+		{"heal a master", "heal", func() (map[string]any, error) { return d.healBody(id, "masterNode") }},
+		{"terminate", "terminate", func() (map[string]any, error) {
+			return map[string]any{"terminationType": "GRACEFUL", "gracefulTerminationTimeout": 10}, nil
+		}},
+	}
+	for i, s := range steps {
+		body, err := s.body()
+		if err != nil {
+			return err
+		}
+		d.printf("\n%d. %s\n", i+3, s.name)
+		if err := d.operate(s.name, id, s.task, body); err != nil {
+			return err
+		}
+		if s.task == "instantiate" {
+			if err := d.showCluster(id); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := d.call("DELETE", "/vnflcm/v1/vnf_instances/"+id, nil, nil); err != nil {
+		return err
+	}
+	d.printf("\n9. deleted VNF instance %s\n", id)
+	d.printf("\n%-16s %-12s %10s\n", "operation", "result", "duration")
+	for _, r := range d.results {
+		d.printf("%-16s %-12s %10s\n", r.name, r.state, r.took.Round(100*time.Millisecond))
+	}
+	d.printf("%-16s %-12s %10s\n", "total", "", time.Since(start).Round(time.Second))
+	return nil
+}
+
+func instantiateBody(flavour, password string) map[string]any {
+	node := func(vdu, aspect string) map[string]any {
+		n := map[string]any{"vdu_id": vdu, "ssh_cp_name": vdu + "_CP1", "username": "ubuntu", "password": password}
+		if aspect != "" {
+			n["aspect_id"] = aspect
+		}
+		return n
+	}
+	master := node("masterNode", "")
+	if flavour == "ha" {
+		master["cluster_cp_name"] = "vip_CP"
+	}
+	return map[string]any{"flavourId": flavour, "additionalParams": map[string]any{
+		"node_username": "ubuntu", "node_password": password,
+		"k8s_cluster_installation_param": map[string]any{"vim_name": "demo-cluster-" + time.Now().Format("150405"),
+			"master_node": master, "worker_node": node("workerNode", "worker_instance")}}}
+}
+
+// healBody picks the first VNFC of a VDU.
+func (d *demo) healBody(id, vdu string) (map[string]any, error) {
+	var inst map[string]any
+	if _, err := d.call("GET", "/vnflcm/v1/vnf_instances/"+id, nil, &inst); err != nil {
+		return nil, err
+	}
+	info, _ := inst["instantiatedVnfInfo"].(map[string]any)
+	list, _ := info["vnfcResourceInfo"].([]any)
+	for _, x := range list {
+		v := x.(map[string]any)
+		if v["vduId"] == vdu {
+			d.printf("   healing VNFC %s\n", v["id"])
+			return map[string]any{"vnfcInstanceId": []any{v["id"]}, "cause": "demo"}, nil
+		}
+	}
+	return nil, fmt.Errorf("no VNFC of VDU %s to heal", vdu)
+}
+
+// operate posts a task and follows its op occurrence until it ends.
+func (d *demo) operate(name, id, task string, body map[string]any) error {
+	start := time.Now()
+	h, err := d.call("POST", "/vnflcm/v1/vnf_instances/"+id+"/"+task, body, nil)
+	if err != nil {
+		return err
+	}
+	loc := h.Get("Location")
+	opPath := loc[strings.Index(loc, "/vnflcm/"):]
+	last := ""
+	deadline := time.Now().Add(d.timeout)
+	for {
+		var op map[string]any
+		if _, err := d.call("GET", opPath, nil, &op); err != nil {
+			return err
+		}
+		view := render(op, time.Since(start))
+		if view != last {
+			if d.tty && last != "" {
+				d.printf("\033[%dA\033[J", strings.Count(last, "\n"))
+			}
+			d.printf("%s", view)
+			last = view
+		}
+		switch state, _ := op["operationState"].(string); state {
+		case "COMPLETED":
+			d.results = append(d.results, result{name, state, time.Since(start)})
+			return nil
+		case "FAILED_TEMP", "FAILED", "ROLLED_BACK":
+			d.results = append(d.results, result{name, state, time.Since(start)})
+			pd, _ := op["error"].(map[string]any)
+			return fmt.Errorf("%s ended %s (op occurrence %s): %v", name, state, op["id"], pd["detail"])
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not finish within %s (op occurrence %s)", name, d.timeout, op["id"])
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// render shows an op occurrence's progress: steps and per-node status.
+func render(op map[string]any, elapsed time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "   %s %s  %s\n", op["operation"], op["operationState"], elapsed.Round(100*time.Millisecond))
+	prog, _ := op["progress"].(map[string]any)
+	steps, _ := prog["steps"].([]any)
+	for _, x := range steps {
+		s := x.(map[string]any)
+		line := fmt.Sprintf("     %-32s %-10s", s["name"], s["state"])
+		if total, _ := s["nodesTotal"].(float64); total > 0 {
+			done, _ := s["nodesDone"].(float64)
+			line += fmt.Sprintf(" nodes %d/%d", int(done), int(total))
+		}
+		b.WriteString(line + "\n")
+		nodes, _ := s["nodes"].([]any)
+		sort.SliceStable(nodes, func(i, j int) bool {
+			return fmt.Sprint(nodes[i].(map[string]any)["name"]) < fmt.Sprint(nodes[j].(map[string]any)["name"])
+		})
+		for _, y := range nodes {
+			n := y.(map[string]any)
+			if n["state"] == "RUNNING" || n["state"] == "FAILED" {
+				fmt.Fprintf(&b, "       %-30s %-10s %s\n", n["name"], n["state"], n["message"])
+			}
+		}
+	}
+	if e, _ := prog["lastError"].(string); e != "" {
+		fmt.Fprintf(&b, "     last error: %s\n", e)
+	}
+	return b.String()
+}
+
+// showCluster prints the Kubernetes VIM the driver registered.
+func (d *demo) showCluster(id string) error {
+	var inst map[string]any
+	if _, err := d.call("GET", "/vnflcm/v1/vnf_instances/"+id, nil, &inst); err != nil {
+		return err
+	}
+	vims, _ := inst["vimConnectionInfo"].([]any)
+	for _, x := range vims {
+		v := x.(map[string]any)
+		if t, _ := v["vimType"].(string); strings.Contains(strings.ToUpper(t), "KUBERNETES") {
+			var vim struct {
+				Vim map[string]any `json:"vim"`
+			}
+			if _, err := d.call("GET", "/v1.0/vims/"+fmt.Sprint(v["vimId"]), nil, &vim); err != nil {
+				return err
+			}
+			d.printf("   Kubernetes VIM %s: %s (%s)\n", vim.Vim["name"], vim.Vim["auth_url"], vim.Vim["status"])
+			return nil
+		}
+	}
+	return errors.New("the instance has no Kubernetes VIM: the management driver did not register the cluster")
+}

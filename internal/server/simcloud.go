@@ -1,0 +1,111 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/k8sstandin"
+	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
+	"github.com/mini-vnfm/mini-vnfm/internal/packages"
+	"github.com/mini-vnfm/mini-vnfm/internal/simcloud"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
+	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg"
+	"github.com/mini-vnfm/mini-vnfm/samples"
+)
+
+// SimVimName is the name the embedded simulator is registered under.
+const SimVimName = "simulator"
+
+// provisionSimCloud registers the embedded simulator as the default VIM and
+// onboards the sample packages, idempotently: on every start of make run.
+func provisionSimCloud(ctx context.Context, log *slog.Logger, svc *lcm.Service, pkgs *packages.Service, c *simcloud.Cloud) error {
+	vims, err := svc.ListVims(ctx, store.VimFilter{Names: []string{SimVimName}})
+	if err != nil {
+		return err
+	}
+	if len(vims) == 1 && vims[0].AuthURL != c.URL+"/v3" {
+		// The simulator came up on another port: replace the registration.
+		if err := svc.DeleteVim(ctx, vims[0].ID); err != nil {
+			log.Warn("the simulator's VIM points at an old address and is in use; register the new address by hand",
+				"vim", SimVimName, "old", vims[0].AuthURL, "new", c.URL+"/v3", "err", err)
+		} else {
+			vims = nil
+		}
+	}
+	if len(vims) == 0 {
+		if _, err := svc.RegisterVim(ctx, c.VimRegistration(SimVimName), true); err != nil {
+			return fmt.Errorf("registering the simulator as a VIM: %w", err)
+		}
+		log.Info("registered the OpenStack simulator as the default VIM", "name", SimVimName, "authUrl", c.URL+"/v3")
+	}
+	for _, name := range samples.Names {
+		tree, err := samples.Tree(name)
+		if err != nil {
+			return err
+		}
+		csar, err := vnfpkg.BuildCSAR(tree)
+		if err != nil {
+			return fmt.Errorf("sample %s: %w", name, err)
+		}
+		p, err := vnfpkg.Open(bytes.NewReader(csar), int64(len(csar)), vnfpkg.Options{})
+		if err != nil {
+			return fmt.Errorf("sample %s: %w", name, err)
+		}
+		created, err := pkgs.OnboardIfMissing(ctx, p.Summary().ID, csar, map[string]any{"sample": name})
+		if err != nil {
+			var le *lcm.Error
+			if errors.As(err, &le) {
+				return fmt.Errorf("onboarding sample %s: %s", name, le.Detail)
+			}
+			return err
+		}
+		if created {
+			log.Info("onboarding sample package", "sample", name, "vnfdId", p.Summary().ID)
+		}
+	}
+	return nil
+}
+
+// printWelcome tells a newcomer what to do next.
+func printWelcome(w io.Writer, endpoint string, c *simcloud.Cloud) {
+	hosts := "servers are real SSH hosts in network namespaces (openstack-sim hosts list --url " + c.URL + ")"
+	if c.Network == nil {
+		hosts = "servers are records only: " + c.NoHostsReason
+	}
+	fmt.Fprintf(w, `
+What you can do now (the VNFM brought its own cloud):
+  OpenStack simulator  %[2]s/v3 (registered as default VIM %[3]q; %[4]s)
+  sample packages      onboarded: kubeadm-single, kubeadm-ha, kubespray
+
+  curl -s %[1]s/vnfpkgm/v1/vnf_packages | jq '.[] | {id, vnfdId, onboardingState}'
+  curl -s %[1]s/v1.0/vims | jq
+  make demo      # the whole lifecycle of a cluster, with live progress
+
+  Tacker CLI:  export OS_AUTH_TYPE=none OS_ENDPOINT=%[1]s
+               openstack vnf package list; openstack vim list; openstack vnflcm list
+`, endpoint, c.URL, SimVimName, hosts)
+}
+
+// standinSetup installs the Kubernetes stand-in into every simulator host, so
+// clusters can be built without real kubeadm: the binary is $K8S_STANDIN_BIN
+// or k8s-standin next to the running vnfm (make run builds both).
+func standinSetup(log *slog.Logger) func(ctx context.Context, h *testhosts.Host) error {
+	bin := os.Getenv(k8sstandin.BinaryEnv)
+	if bin == "" {
+		if exe, err := os.Executable(); err == nil {
+			bin = filepath.Join(filepath.Dir(exe), "k8s-standin")
+		}
+	}
+	if _, err := os.Stat(bin); err != nil {
+		log.Warn("no Kubernetes stand-in binary: simulator hosts boot without kubeadm/kubectl (build it with make build)", "looked", bin)
+		return nil
+	}
+	return func(ctx context.Context, h *testhosts.Host) error { return k8sstandin.InstallBinary(ctx, h, bin) }
+}

@@ -1,0 +1,18 @@
+// Package samples embeds the sample VNF package trees, so the VNFM can
+// onboard them by itself when it brings its own cloud (make run) and tests
+// can build them without a checkout path.
+package samples
+
+import (
+	"embed"
+	"io/fs"
+)
+
+//go:embed kubeadm-single kubeadm-ha kubespray
+var trees embed.FS
+
+// Names lists the sample packages.
+var Names = []string{"kubeadm-single", "kubeadm-ha", "kubespray"}
+
+// Tree returns the source tree of one sample package.
+func Tree(name string) (fs.FS, error) { return fs.Sub(trees, name) }
