@@ -180,6 +180,23 @@ func (d *Driver) deleteToken(ctx context.Context, m *session, token string) {
 	}
 }
 
+// deleteAllTokens removes every bootstrap token (right after kubeadm init:
+// its default 24 h token), best effort.
+func (d *Driver) deleteAllTokens(ctx context.Context, m *session) {
+	res, err := m.x.Run(ctx, remote.Command("kubeadm", "token", "list", "--kubeconfig", adminConf), d.sudo(remote.RunOpts{}))
+	if err != nil {
+		m.log.Warn("could not list the bootstrap tokens", "err", err)
+		return
+	}
+	for _, l := range strings.Split(res.Stdout, "\n") {
+		f := strings.Fields(l)
+		if len(f) > 0 && tokenRE.MatchString(f[0]) {
+			m.x.AddSecrets(f[0])
+			d.deleteToken(ctx, m, f[0])
+		}
+	}
+}
+
 // hostsBlock is the managed /etc/hosts block listing the nodes.
 func hostsBlock(nodes []*Node) string {
 	var b strings.Builder
@@ -403,7 +420,7 @@ func (d *Driver) removeNode(ctx context.Context, m *session, p *Params, name str
 		if p.DrainPolicy != DrainForce {
 			return r, &DrainError{Node: name, Timeout: p.DrainTimeout, Pods: left, Err: derr}
 		}
-		m.log.Warn("drain did not finish; deleting the pods left (drain_policy force)", "node", name, "pods", left)
+		m.log.Warn("drain did not finish; deleting the pods left (drain_policy force)", "victim", name, "pods", left)
 		note("drain did not finish; deleting the pods left (drain_policy force)")
 		if _, err := m.run(ctx, kubectl("drain", name, "--ignore-daemonsets", "--delete-emptydir-data", "--force",
 			"--disable-eviction", "--grace-period=30", "--timeout=120s"), d.sudo(remote.RunOpts{Timeout: 120*time.Second + d.o.CommandTimeout})); err != nil {

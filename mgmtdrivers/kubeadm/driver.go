@@ -176,13 +176,17 @@ func (h *hook) perNode(ctx context.Context, nodes []*Node, limit int, start stri
 				return err
 			}
 		}
+		t0 := time.Now()
+		h.log.Info(start, "node", n.Name, "vnfc", n.VnfcID, "address", n.NodeIP)
 		out, err := fn(ctx, n)
 		if err != nil {
+			h.log.Warn(start+" failed", "node", n.Name, "err", err)
 			if pr != nil {
 				_ = pr.NodeFailed(context.WithoutCancel(ctx), n.Name, err)
 			}
 			return err
 		}
+		h.log.Info(start+" done", "node", n.Name, "duration", time.Since(t0).Round(time.Millisecond))
 		if pr != nil {
 			return pr.NodeDone(ctx, n.Name, out)
 		}
@@ -288,10 +292,14 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (any,
 	if err != nil {
 		return nil, err
 	}
-	// The script prints a join token; workers get their own, so it goes.
+	// Workers get a token each, minted just before their join: the ones
+	// kubeadm init (24 h) and the script made go.
 	if tok := r["join_token"]; tok != "" {
 		ms.x.AddSecrets(tok)
 		h.d.deleteToken(ctx, ms, tok)
+	}
+	if r["status"] == "installed" {
+		h.d.deleteAllTokens(ctx, ms)
 	}
 	return map[string]string{"status": r["status"], "role": r["role"], "apiEndpoint": r["api_endpoint"],
 		"kubernetesVersion": r["kubernetes_version"]}, nil
@@ -532,6 +540,7 @@ func (d *Driver) ScaleStart(ctx context.Context, op *driverapi.Op) error {
 
 // removeNodes cordons all, then drains and deletes each (in parallel).
 func (h *hook) removeNodes(ctx context.Context, ms *session, victims []*Node) error {
+	h.note(ctx, "removing %s from the cluster (drain timeout %v, policy %s)", strings.Join(sortedNames(victims), ", "), h.p.DrainTimeout, h.p.DrainPolicy)
 	present, err := h.d.clusterNodes(ctx, ms)
 	if err != nil {
 		return err

@@ -123,6 +123,16 @@ func newK8sEnv(t *testing.T) *k8sEnv {
 	t.Cleanup(func() { srv.Close(); _ = sim.Close() })
 	e.osEnv = &osEnv{t: t, sim: sim, simURL: srv.URL, db: pgtest.NewDB(t), key: secrets.NewKey()}
 	e.vnfm = start(t, e.db, e.key, kadmServerEnv+"=1", kadmNetnsEnv+"="+hn.CtlNamespace(), "VNFM_LEASE=10s")
+	t.Cleanup(func() {
+		e.vnfm.mu.Lock()
+		defer e.vnfm.mu.Unlock()
+		if logs := e.vnfm.logs.String(); strings.Contains(logs, "WARNING: DATA RACE") {
+			t.Errorf("the VNFM process reported a data race:\n%s", logs)
+		}
+		if p := os.Getenv("KUBEADM_E2E_LOG"); p != "" {
+			_ = os.WriteFile(p, []byte(e.vnfm.logs.String()), 0o600)
+		}
+	})
 	e.registerVim()
 	e.onboardSample()
 	return e
