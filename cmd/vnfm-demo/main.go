@@ -24,8 +24,11 @@ func main() {
 	sample := flag.String("package", "kubeadm-ha", "sample package: kubeadm-ha (3 masters) or kubeadm-single")
 	password := flag.String("node-password", "demo-Passw0rd", "password of the cluster nodes' login")
 	timeout := flag.Duration("timeout", 15*time.Minute, "bound of each operation")
+	simUser := flag.String("cloud-user", "admin", "user of the default VIM (make run's simulator: admin)")
+	simPassword := flag.String("cloud-password", "secret", "password of that user (make run's simulator: secret)")
 	flag.Parse()
-	d := &demo{base: strings.TrimRight(*endpoint, "/"), timeout: *timeout, out: os.Stdout, tty: isTTY()}
+	d := &demo{base: strings.TrimRight(*endpoint, "/"), timeout: *timeout, out: os.Stdout, tty: isTTY(),
+		simUser: *simUser, simPassword: *simPassword}
 	if err := d.run(*sample, *password); err != nil {
 		fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
 		os.Exit(1)
@@ -50,6 +53,8 @@ type demo struct {
 	out     io.Writer
 	tty     bool
 	results []result
+
+	simUser, simPassword string
 }
 
 type result struct {
@@ -114,6 +119,10 @@ func (d *demo) run(sample, password string) error {
 	if sample == "kubeadm-ha" {
 		flavour = "ha"
 	}
+	netID, err := d.cloudNetwork(d.simUser, d.simPassword)
+	if err != nil {
+		return err
+	}
 	d.printf("1. onboarded package: %s (vnfdId %s)\n", sample, vnfdID)
 
 	var inst map[string]any
@@ -128,7 +137,7 @@ func (d *demo) run(sample, password string) error {
 		name, task string
 		body       func() (map[string]any, error)
 	}{
-		{"instantiate", "instantiate", func() (map[string]any, error) { return instantiateBody(flavour, password), nil }},
+		{"instantiate", "instantiate", func() (map[string]any, error) { return instantiateBody(flavour, password, netID), nil }},
 		{"scale out 2", "scale", func() (map[string]any, error) {
 			return map[string]any{"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": 2}, nil
 		}},
@@ -136,7 +145,12 @@ func (d *demo) run(sample, password string) error {
 			return map[string]any{"type": "SCALE_IN", "aspectId": "worker_instance", "numberOfSteps": 1}, nil
 		}},
 		{"heal a worker", "heal", func() (map[string]any, error) { return d.healBody(id, "workerNode") }},
-		{"heal a master", "heal", func() (map[string]any, error) { return d.healBody(id, "masterNode") }},
+		{"heal a master", "heal", func() (map[string]any, error) {
+			if flavour != "ha" {
+				return nil, nil // one master: only an entire heal could replace it
+			}
+			return d.healBody(id, "masterNode")
+		}},
 		{"terminate", "terminate", func() (map[string]any, error) {
 			return map[string]any{"terminationType": "GRACEFUL", "gracefulTerminationTimeout": 10}, nil
 		}},
@@ -147,6 +161,10 @@ func (d *demo) run(sample, password string) error {
 			return err
 		}
 		d.printf("\n%d. %s\n", i+3, s.name)
+		if body == nil {
+			d.printf("   skipped: the cluster has a single master (use -package kubeadm-ha)\n")
+			continue
+		}
 		if err := d.operate(s.name, id, s.task, body); err != nil {
 			return err
 		}
@@ -168,7 +186,7 @@ func (d *demo) run(sample, password string) error {
 	return nil
 }
 
-func instantiateBody(flavour, password string) map[string]any {
+func instantiateBody(flavour, password, netID string) map[string]any {
 	node := func(vdu, aspect string) map[string]any {
 		n := map[string]any{"vdu_id": vdu, "ssh_cp_name": vdu + "_CP1", "username": "ubuntu", "password": password}
 		if aspect != "" {
@@ -177,13 +195,17 @@ func instantiateBody(flavour, password string) map[string]any {
 		return n
 	}
 	master := node("masterNode", "")
+	master["cluster_cp_name"] = "masterNode_CP1"
 	if flavour == "ha" {
 		master["cluster_cp_name"] = "vip_CP"
 	}
-	return map[string]any{"flavourId": flavour, "additionalParams": map[string]any{
-		"node_username": "ubuntu", "node_password": password,
-		"k8s_cluster_installation_param": map[string]any{"vim_name": "demo-cluster-" + time.Now().Format("150405"),
-			"master_node": master, "worker_node": node("workerNode", "worker_instance")}}}
+	cps := []any{map[string]any{"cpdId": "masterNode_CP1"}, map[string]any{"cpdId": "workerNode_CP1"}}
+	return map[string]any{"flavourId": flavour,
+		"extVirtualLinks": []any{map[string]any{"id": "ext-net0", "resourceId": netID, "extCps": cps}},
+		"additionalParams": map[string]any{
+			"node_username": "ubuntu", "node_password": password,
+			"k8s_cluster_installation_param": map[string]any{"vim_name": "demo-cluster-" + time.Now().Format("150405"),
+				"master_node": master, "worker_node": node("workerNode", "worker_instance")}}}
 }
 
 // healBody picks the first VNFC of a VDU.
@@ -214,6 +236,7 @@ func (d *demo) operate(name, id, task string, body map[string]any) error {
 	loc := h.Get("Location")
 	opPath := loc[strings.Index(loc, "/vnflcm/"):]
 	last := ""
+	seen := map[string]bool{}
 	deadline := time.Now().Add(d.timeout)
 	for {
 		var op map[string]any
@@ -221,14 +244,27 @@ func (d *demo) operate(name, id, task string, body map[string]any) error {
 			return err
 		}
 		view := render(op, time.Since(start))
-		if view != last {
-			if d.tty && last != "" {
+		switch {
+		case d.tty && view != last:
+			if last != "" {
 				d.printf("\033[%dA\033[J", strings.Count(last, "\n"))
 			}
 			d.printf("%s", view)
-			last = view
+		case !d.tty:
+			// A log, not a screen: print each step or node line once per change.
+			for _, l := range strings.Split(strings.TrimRight(view, "\n"), "\n")[1:] {
+				if !seen[l] {
+					seen[l] = true
+					d.printf("%s  (%s)\n", l, time.Since(start).Round(100*time.Millisecond))
+				}
+			}
 		}
-		switch state, _ := op["operationState"].(string); state {
+		last = view
+		state, _ := op["operationState"].(string)
+		if !d.tty && (state == "COMPLETED" || state == "FAILED_TEMP" || state == "FAILED" || state == "ROLLED_BACK") {
+			d.printf("   %s %s in %s\n", op["operation"], state, time.Since(start).Round(100*time.Millisecond))
+		}
+		switch state {
 		case "COMPLETED":
 			d.results = append(d.results, result{name, state, time.Since(start)})
 			return nil
@@ -296,4 +332,68 @@ func (d *demo) showCluster(id string) error {
 		}
 	}
 	return errors.New("the instance has no Kubernetes VIM: the management driver did not register the cluster")
+}
+
+// cloudNetwork finds the default VIM's network net0 (the one whose servers
+// the VNFM reaches) through Keystone and Neutron, as an operator would.
+func (d *demo) cloudNetwork(user, password string) (string, error) {
+	var vims struct {
+		Vims []map[string]any `json:"vims"`
+	}
+	if _, err := d.call("GET", "/v1.0/vims", nil, &vims); err != nil {
+		return "", err
+	}
+	authURL := ""
+	for _, v := range vims.Vims {
+		if v["is_default"] == true {
+			authURL, _ = v["auth_url"].(string)
+		}
+	}
+	if authURL == "" {
+		return "", errors.New("no default VIM is registered; `make run` registers its simulator")
+	}
+	body := fmt.Sprintf(`{"auth":{"identity":{"methods":["password"],"password":{"user":{"domain":{"name":"Default"},"name":%q,"password":%q}}},"scope":{"project":{"domain":{"name":"Default"},"name":"admin"}}}}`, user, password)
+	res, err := http.Post(strings.TrimRight(authURL, "/")+"/auth/tokens", "application/json", strings.NewReader(body))
+	if err != nil {
+		return "", fmt.Errorf("Keystone at %s: %w", authURL, err)
+	}
+	defer res.Body.Close()
+	var tok struct {
+		Token struct {
+			Catalog []struct {
+				Type      string `json:"type"`
+				Endpoints []struct {
+					Interface, URL string
+				} `json:"endpoints"`
+			} `json:"catalog"`
+		} `json:"token"`
+	}
+	if res.StatusCode != http.StatusCreated {
+		return "", fmt.Errorf("Keystone at %s refused %s: %s (pass -cloud-user/-cloud-password)", authURL, user, res.Status)
+	}
+	if err := json.NewDecoder(res.Body).Decode(&tok); err != nil {
+		return "", err
+	}
+	neutron := ""
+	for _, c := range tok.Token.Catalog {
+		for _, e := range c.Endpoints {
+			if c.Type == "network" && e.Interface == "public" {
+				neutron = strings.TrimRight(e.URL, "/")
+			}
+		}
+	}
+	req, _ := http.NewRequest("GET", neutron+"/v2.0/networks?name=net0", nil)
+	req.Header.Set("X-Auth-Token", res.Header.Get("X-Subject-Token"))
+	nres, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("Neutron at %s: %w", neutron, err)
+	}
+	defer nres.Body.Close()
+	var nets struct {
+		Networks []struct{ ID string } `json:"networks"`
+	}
+	if err := json.NewDecoder(nres.Body).Decode(&nets); err != nil || len(nets.Networks) == 0 {
+		return "", fmt.Errorf("the default VIM has no network net0 (%v)", err)
+	}
+	return nets.Networks[0].ID, nil
 }
