@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure the Debian packages that `vnfm serve` needs at run time are
 # installed: the PostgreSQL server binaries for the embedded database (not
-# needed when DATABASE_URL points at a server).
+# needed when DATABASE_URL points at a server) and, for the embedded cloud's
+# real hosts, openssh-server, iproute2 and etcd.
 #
 # As root it installs what is missing; otherwise it prints the command to run
 # and exits 1. Quick and silent when everything is there.
@@ -26,6 +27,16 @@ if [[ -z "${DATABASE_URL:-}" ]] && ! have_postgres; then
 	missing+=(postgresql)
 fi
 
+# The embedded OpenStack simulator's real hosts (as root, unless turned off)
+# run a real sshd in network namespaces made with iproute2; the Kubernetes
+# stand-in of HA clusters keeps its state in etcd.
+sim="${VNFM_SIMULATOR:-auto}"
+if [[ "$(id -u)" -eq 0 && "${VNFM_SIMULATOR_HOSTS:-auto}" != off && ( "$sim" == on || ( "$sim" == auto && -z "${DATABASE_URL:-}" ) ) ]]; then
+	[[ -x /usr/sbin/sshd ]] || missing+=(openssh-server)
+	command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+	command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+fi
+
 if ((${#missing[@]} == 0)); then
 	exit 0
 fi
@@ -43,6 +54,14 @@ fi
 
 echo "ensure-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Keep the packages' maintainer scripts from starting services (sshd on :22,
+# etcd, a PostgreSQL cluster on :5432): the VNFM starts its own, privately.
+policy=/usr/sbin/policy-rc.d
+if [[ ! -e $policy ]]; then
+	printf '#!/bin/sh\nexit 101\n' >"$policy"
+	chmod 755 "$policy"
+	trap 'rm -f "$policy"' EXIT
+fi
 apt-get update
 apt-get install -y --no-install-recommends "${missing[@]}"
 
