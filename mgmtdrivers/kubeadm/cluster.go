@@ -144,16 +144,28 @@ func (d *Driver) caCert(ctx context.Context, m *session) (pemText, hash string, 
 	if err != nil {
 		return "", "", fmt.Errorf("reading the cluster CA on %s: %w", m.node.Name, err)
 	}
-	blk, _ := pem.Decode([]byte(out))
+	if pemText, hash, err = parseCA([]byte(out)); err != nil {
+		return "", "", fmt.Errorf("%s on %s: %w", caCertPath, m.node.Name, err)
+	}
+	return pemText, hash, nil
+}
+
+// parseCA reads a PEM CA certificate and returns it with kubeadm's
+// discovery hash: "sha256:" + hex SHA-256 of its SubjectPublicKeyInfo.
+func parseCA(b []byte) (pemText, hash string, err error) {
+	blk, _ := pem.Decode(b)
 	if blk == nil || blk.Type != "CERTIFICATE" {
-		return "", "", fmt.Errorf("%s on %s is not a PEM certificate", caCertPath, m.node.Name)
+		return "", "", errors.New("not a PEM certificate")
 	}
 	cert, err := x509.ParseCertificate(blk.Bytes)
 	if err != nil {
-		return "", "", fmt.Errorf("%s on %s: %w", caCertPath, m.node.Name, err)
+		return "", "", err
+	}
+	if !cert.IsCA {
+		return "", "", errors.New("not a CA certificate")
 	}
 	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
-	return string(pem.EncodeToMemory(blk)), "sha256:" + hex.EncodeToString(sum[:]), nil
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: blk.Bytes})), "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 // mintToken creates a bootstrap token for one join, valid for ttl.

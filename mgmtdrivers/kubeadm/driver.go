@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -264,23 +265,45 @@ func (h *hook) installCluster(ctx context.Context) error {
 	}
 	master := t.Masters[0]
 	ms := ss.get(master)
+	var mi *masterInfo
 	if err := h.perNode(ctx, []*Node{master}, 1, "kubeadm init", func(ctx context.Context, n *Node) (any, error) {
-		return h.initMaster(ctx, ms, script)
+		var err error
+		mi, err = h.initMaster(ctx, ms, script)
+		return mi, err
 	}); err != nil {
 		return err
 	}
-	_, hash, err := h.d.caCert(ctx, ms)
-	if err != nil {
-		return err
+	if mi == nil && h.op.Progress != nil { // done in an earlier run of this step
+		if raw, ok := h.op.Progress.NodeCompleted(master.Name); ok && len(raw) > 0 {
+			_ = json.Unmarshal(raw, &mi)
+		}
+	}
+	if mi == nil || mi.CACert == "" || mi.CAHash == "" {
+		pemText, hash, err := h.d.caCert(ctx, ms)
+		if err != nil {
+			return err
+		}
+		mi = &masterInfo{CACert: pemText, CAHash: hash}
 	}
 	h.note(ctx, "joining %d workers, %d at a time", len(t.Workers), h.p.WorkerParallelism)
-	if err := h.joinWorkers(ctx, ss, t.Workers, script, hash); err != nil {
+	if err := h.joinWorkers(ctx, ss, t.Workers, script, mi.CAHash); err != nil {
 		return err
 	}
-	return h.registerVim(ctx, ss, ms)
+	return h.registerVim(ctx, ss, ms, mi.CACert)
 }
 
-func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (any, error) {
+// masterInfo is what the first master's install reports (its checkpoint
+// output: nothing secret).
+type masterInfo struct {
+	Status            string `json:"status"`
+	Role              string `json:"role"`
+	APIEndpoint       string `json:"apiEndpoint"`
+	KubernetesVersion string `json:"kubernetesVersion"`
+	CACert            string `json:"caCert"`
+	CAHash            string `json:"caCertHash"`
+}
+
+func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*masterInfo, error) {
 	n := ms.node
 	if err := h.d.uploadScript(ctx, ms, script); err != nil {
 		return nil, err
@@ -301,8 +324,21 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (any,
 	if r["status"] == "installed" {
 		h.d.deleteAllTokens(ctx, ms)
 	}
-	return map[string]string{"status": r["status"], "role": r["role"], "apiEndpoint": r["api_endpoint"],
-		"kubernetesVersion": r["kubernetes_version"]}, nil
+	mi := &masterInfo{Status: r["status"], Role: r["role"], APIEndpoint: r["api_endpoint"], KubernetesVersion: r["kubernetes_version"]}
+	if want := "https://" + net.JoinHostPort(h.topo.EndpointIP, strconv.Itoa(APIPort)); mi.APIEndpoint != want {
+		return nil, fmt.Errorf("the install script on %s reports the API endpoint %q, want %s", n.Name, mi.APIEndpoint, want)
+	}
+	caFile, err := base64.StdEncoding.DecodeString(r["ca_cert_b64"])
+	if err != nil || len(caFile) == 0 {
+		return nil, fmt.Errorf("the install script on %s printed no usable ca_cert_b64", n.Name)
+	}
+	if mi.CACert, mi.CAHash, err = parseCA(caFile); err != nil {
+		return nil, fmt.Errorf("the cluster CA the install script on %s printed: %w", n.Name, err)
+	}
+	if r["ca_cert_hash"] != mi.CAHash {
+		return nil, fmt.Errorf("the install script on %s printed the CA hash %q, but its CA certificate hashes to %s", n.Name, r["ca_cert_hash"], mi.CAHash)
+	}
+	return mi, nil
 }
 
 // joinWorkers joins workers in parallel (worker_parallelism at a time),
@@ -361,12 +397,8 @@ func (h *hook) joinWorkers(ctx context.Context, ss *sessions, workers []*Node, s
 // registerVim registers the cluster as a Kubernetes VIM (reused by name on
 // retry) with a dedicated ServiceAccount's token and the cluster CA, after
 // checking they work, and records it in vimConnectionInfo.
-func (h *hook) registerVim(ctx context.Context, ss *sessions, ms *session) error {
+func (h *hook) registerVim(ctx context.Context, ss *sessions, ms *session, caPEM string) error {
 	h.note(ctx, "registering the cluster as Kubernetes VIM %s", h.p.VimName)
-	caPEM, _, err := h.d.caCert(ctx, ms)
-	if err != nil {
-		return err
-	}
 	token, err := h.d.vimToken(ctx, ms)
 	if err != nil {
 		return err

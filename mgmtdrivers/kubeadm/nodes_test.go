@@ -2,12 +2,21 @@ package kubeadm
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
+	"github.com/mini-vnfm/mini-vnfm/internal/k8sstandin"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 )
@@ -283,5 +292,38 @@ func TestScriptCopiesAreCurrent(t *testing.T) {
 	}
 	if !isOurScript(builtinScript) || isOurScript([]byte("#!/bin/bash\necho 'Install Success!'\n")) {
 		t.Error("isOurScript")
+	}
+}
+
+// parseCA computes kubeadm's discovery hash like the stand-in (and kubeadm)
+// do, and refuses what is not a CA certificate.
+func TestParseCA(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(isCA bool) []byte {
+		tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"}, NotBefore: time.Now(),
+			NotAfter: time.Now().Add(time.Hour), IsCA: isCA, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+		der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	}
+	ca := mk(true)
+	text, hash, err := parseCA(append([]byte("junk before\n"), ca...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := k8sstandin.ParseCertPEM(ca)
+	if text != string(ca) || hash != k8sstandin.CACertHash(cert) {
+		t.Errorf("parseCA: %q %s, want %s", text, hash, k8sstandin.CACertHash(cert))
+	}
+	if _, _, err := parseCA(mk(false)); err == nil {
+		t.Error("a leaf certificate was taken for the CA")
+	}
+	if _, _, err := parseCA([]byte("nothing")); err == nil {
+		t.Error("no PEM accepted")
 	}
 }
