@@ -64,6 +64,25 @@ type RollbackHandler interface {
 	Rollback(ctx context.Context, hook string, op *driverapi.Op) error
 }
 
+// Request is an LCM request as a RequestValidator sees it.
+type Request struct {
+	Operation string // model.OpInstantiate, model.OpHeal
+	// Instance is the VNF instance as stored: secret values are sealed.
+	Instance *model.VnfInstance
+	Flavour  *model.Flavour
+	// Body is the typed request: *model.InstantiateVnfRequest or
+	// *model.HealVnfRequest (additionalParams in the clear).
+	Body any
+}
+
+// RequestValidator refuses requests a driver cannot carry out (bad
+// parameters, VNFCs it cannot heal) when the API receives them, before an
+// operation exists and anything changes; the API answers 422 with the
+// error. Optional.
+type RequestValidator interface {
+	ValidateRequest(ctx context.Context, r Request) error
+}
+
 // HookFunc is a bound hook.
 type HookFunc func(context.Context, *driverapi.Op) error
 

@@ -197,6 +197,29 @@ func (s *Service) checkDrivers(fl *model.Flavour, hooks ...string) error {
 	return nil
 }
 
+// validateRequest lets the drivers bound to the hooks refuse the request
+// (mgmtdrivers.RequestValidator) before an operation is created.
+func (s *Service) validateRequest(ctx context.Context, fl *model.Flavour, r mgmtdrivers.Request, hooks ...string) error {
+	seen := map[string]bool{}
+	for _, h := range hooks {
+		name, ok := fl.Interfaces[h]
+		if !ok || seen[name] {
+			continue
+		}
+		seen[name] = true
+		d, ok := s.mgmt.Lookup(name)
+		if !ok {
+			continue
+		}
+		if v, ok := d.(mgmtdrivers.RequestValidator); ok {
+			if err := v.ValidateRequest(ctx, r); err != nil {
+				return errorf(KindUnprocessable, "management driver %s: %v", name, err)
+			}
+		}
+	}
+	return nil
+}
+
 func flavourNames(v *model.Vnfd) string {
 	var n []string
 	for k := range v.Flavours {
@@ -276,6 +299,10 @@ func (s *Service) Instantiate(ctx context.Context, id string, raw []byte) (*stor
 		return nil, errorf(KindInvalid, "vimConnectionInfo: vimType %q is not supported by this VNFM", vimType)
 	}
 	if err := s.checkDrivers(fl, model.HookInstantiateStart, model.HookInstantiateEnd); err != nil {
+		return nil, err
+	}
+	if err := s.validateRequest(ctx, fl, mgmtdrivers.Request{Operation: model.OpInstantiate, Instance: &in.VnfInstance, Flavour: fl, Body: &req},
+		model.HookInstantiateStart, model.HookInstantiateEnd); err != nil {
 		return nil, err
 	}
 	return s.createOp(ctx, id, model.OpInstantiate, model.NotInstantiated, "instantiated", raw, 0)
@@ -371,6 +398,10 @@ func (s *Service) Heal(ctx context.Context, id string, raw []byte) (*store.OpOcc
 		}
 	}
 	if err := s.checkDrivers(fl, model.HookHealStart, model.HookHealEnd); err != nil {
+		return nil, err
+	}
+	if err := s.validateRequest(ctx, fl, mgmtdrivers.Request{Operation: model.OpHeal, Instance: &in.VnfInstance, Flavour: fl, Body: &req},
+		model.HookHealStart, model.HookHealEnd); err != nil {
 		return nil, err
 	}
 	return s.createOp(ctx, id, model.OpHeal, model.Instantiated, "healed", raw, 0)
