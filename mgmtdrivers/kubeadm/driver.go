@@ -309,7 +309,7 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*mas
 		return nil, err
 	}
 	args := []string{"-m", n.NodeIP, "-i", h.topo.EndpointIP, "-p", h.p.Master.PodCIDR, "-a", h.p.Master.ClusterCIDR,
-		"--api-port", strconv.Itoa(APIPort), "--node-name", n.Name, "--node-ip", n.NodeIP,
+		"--api-port", strconv.Itoa(h.topo.EndpointPort), "--node-name", n.Name, "--node-ip", n.NodeIP,
 		"--token-ttl", strconv.Itoa(int(h.p.JoinTokenTTL.Seconds())) + "s"}
 	r, err := h.d.runScript(ctx, ms, args, scriptEnv(h.p, h.topo), proxySecrets(h.p), h.nodeNote(ctx, n))
 	if err != nil {
@@ -325,7 +325,7 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*mas
 		h.d.deleteAllTokens(ctx, ms)
 	}
 	mi := &masterInfo{Status: r["status"], Role: r["role"], APIEndpoint: r["api_endpoint"], KubernetesVersion: r["kubernetes_version"]}
-	if want := "https://" + net.JoinHostPort(h.topo.EndpointIP, strconv.Itoa(APIPort)); mi.APIEndpoint != want {
+	if want := h.topo.Endpoint(); mi.APIEndpoint != want {
 		return nil, fmt.Errorf("the install script on %s reports the API endpoint %q, want %s", n.Name, mi.APIEndpoint, want)
 	}
 	caFile, err := base64.StdEncoding.DecodeString(r["ca_cert_b64"])
@@ -381,7 +381,7 @@ func (h *hook) joinWorkers(ctx context.Context, ss *sessions, workers []*Node, s
 		ss.addSecrets(tok)
 		defer h.d.deleteToken(context.WithoutCancel(ctx), ms, tok)
 		args := []string{"-w", n.NodeIP, "-i", h.topo.EndpointIP, "-t", tok, "-s", caHash,
-			"--api-port", strconv.Itoa(APIPort), "--node-name", n.Name, "--node-ip", n.NodeIP}
+			"--api-port", strconv.Itoa(h.topo.EndpointPort), "--node-name", n.Name, "--node-ip", n.NodeIP}
 		r, err := h.d.runScript(ctx, ws, args, scriptEnv(h.p, h.topo), append(proxySecrets(h.p), tok), note)
 		if err != nil {
 			return nil, err
@@ -404,7 +404,7 @@ func (h *hook) registerVim(ctx context.Context, ss *sessions, ms *session, caPEM
 		return err
 	}
 	ss.addSecrets(token)
-	authURL := "https://" + net.JoinHostPort(h.topo.EndpointIP, strconv.Itoa(APIPort))
+	authURL := h.topo.Endpoint()
 	if err := h.d.checkAPI(ctx, authURL, token, caPEM); err != nil {
 		return err
 	}

@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
@@ -58,8 +60,15 @@ type Topology struct {
 	// Masters in a stable order; the first is the one kubeadm init runs on.
 	Masters []*Node
 	Workers []*Node
-	// EndpointIP is the API server address (cluster_cp_name).
-	EndpointIP string
+	// EndpointIP and EndpointPort are where the API server is reached
+	// (cluster_cp_name's address; APIPort on a single master).
+	EndpointIP   string
+	EndpointPort int
+}
+
+// Endpoint is the API server URL.
+func (t *Topology) Endpoint() string {
+	return "https://" + net.JoinHostPort(t.EndpointIP, strconv.Itoa(t.EndpointPort))
 }
 
 // All lists masters then workers.
@@ -80,7 +89,7 @@ func (t *Topology) Without(vnfcIDs ...string) *Topology {
 	keep := func(ns []*Node) []*Node {
 		return slices.DeleteFunc(slices.Clone(ns), func(n *Node) bool { return slices.Contains(vnfcIDs, n.VnfcID) })
 	}
-	return &Topology{Masters: keep(t.Masters), Workers: keep(t.Workers), EndpointIP: t.EndpointIP}
+	return &Topology{Masters: keep(t.Masters), Workers: keep(t.Workers), EndpointIP: t.EndpointIP, EndpointPort: t.EndpointPort}
 }
 
 // Classify finds the masters and workers among the instance's VNFCs.
@@ -95,7 +104,7 @@ func Classify(info *model.InstantiatedVnfInfo, fl *model.Flavour, p *Params) (*T
 	if info == nil {
 		return nil, fmt.Errorf("the VNF instance has no instantiatedVnfInfo")
 	}
-	t := &Topology{}
+	t := &Topology{EndpointPort: APIPort}
 	var problems []string
 	names := map[string]string{}
 	for i := range info.VnfcResourceInfo {

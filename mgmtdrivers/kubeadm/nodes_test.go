@@ -94,8 +94,8 @@ func TestClassifyByAspect(t *testing.T) {
 		!slices.Equal(m.Fingerprints, []string{"SHA256:masterNode-aaaa"}) || m.Role != Master {
 		t.Errorf("master %+v", m)
 	}
-	if topo.EndpointIP != "10.0.0.10" {
-		t.Errorf("endpoint %s", topo.EndpointIP)
+	if topo.EndpointIP != "10.0.0.10" || topo.Endpoint() != "https://10.0.0.10:6443" {
+		t.Errorf("endpoint %s %s", topo.EndpointIP, topo.Endpoint())
 	}
 	if n := topo.ByVnfc("workerNode-cccc"); n == nil || n.NodeIP != "10.0.0.12" {
 		t.Errorf("ByVnfc: %v", n)
