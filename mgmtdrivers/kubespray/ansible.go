@@ -112,7 +112,8 @@ func (s *session) playbook(ctx context.Context, playbook string, args ...string)
 	}
 	code, ok := remote.ExitCode(err)
 	if !ok && err != nil {
-		return fmt.Errorf("kubespray: ansible-playbook %s: %w", playbook, err)
+		return fmt.Errorf("kubespray: ansible-playbook %s on the Ansible server %s ended without an exit status (last: %s): the SSH connection or the server's sshd went away, and the playbook may have stopped half-way; check the server, then retry the operation: %w",
+			playbook, s.p.Ansible.IPAddress, lastTask, err)
 	}
 	if len(run.Recap) == 0 && len(run.Errors) == 0 && len(run.Failures) == 0 {
 		// Not even a play ran: say what the server said.
