@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -116,7 +117,15 @@ type kspEnv struct {
 
 func newKspEnv(t *testing.T) *kspEnv {
 	t.Helper()
-	hn := testhosts.NewTestNetwork(t, testhosts.Options{Prefix: "kspr", Subnet: kspSubnet})
+	hn := testhosts.NewTestNetwork(t, testhosts.Options{Prefix: "kspr", Subnet: kspSubnet}) // skips when not root
+	for _, tool := range []string{"ansible-playbook", "haproxy", "ssh-keygen"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv(testhosts.RequiredEnv) == "1" {
+				t.Fatalf("%s is not installed (the Ansible server and the load balancer use the machine's); .ci/run installs it", tool)
+			}
+			t.Skipf("skipping: %s is not installed (the Ansible server and the load balancer use the machine's: apt-get install ansible haproxy)", tool)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin, err := k8sstandin.Binary(ctx)
