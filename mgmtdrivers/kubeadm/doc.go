@@ -111,6 +111,10 @@
 //
 // terminate_end removes the VIM and the vimConnectionInfo entry.
 //
+// ValidateRequest (mgmtdrivers.RequestValidator) refuses invalid
+// instantiate parameters and a VNFC heal of the master at the API (422),
+// before an operation exists.
+//
 // Rollback (mgmtdrivers.RollbackHandler): of instantiate_end removes the
 // VIM; of a scale-out's scale_end deletes the Node objects of the workers it
 // added (the infra rollback removes their VMs).

@@ -24,6 +24,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
 )
 
 // Name is the driver's name in VNFDs (builtin:kubeadm, Tacker's
@@ -924,4 +925,51 @@ func (d *Driver) Rollback(ctx context.Context, hookName string, op *driverapi.Op
 		return nil
 	}
 	return nil
+}
+
+// ValidateRequest (mgmtdrivers.RequestValidator) refuses, at the API and
+// before an operation exists, an instantiate request with invalid
+// parameters and a VNFC heal of the master.
+func (d *Driver) ValidateRequest(_ context.Context, r mgmtdrivers.Request) error {
+	switch req := r.Body.(type) {
+	case *model.InstantiateVnfRequest:
+		_, err := ParseParams(req.AdditionalParams)
+		return err
+	case *model.HealVnfRequest:
+		if len(req.VnfcInstanceID) == 0 || r.Instance == nil || r.Instance.InstantiatedVnfInfo == nil {
+			return nil
+		}
+		info := r.Instance.InstantiatedVnfInfo
+		// The stored instance has its secrets sealed: only the node
+		// selection matters here.
+		p := selectionParams(info.AdditionalParams)
+		topo, err := Classify(info, r.Flavour, p)
+		if err != nil {
+			return nil // the hook reports it with the whole picture
+		}
+		for _, id := range req.VnfcInstanceID {
+			if n := topo.ByVnfc(id); n != nil && n.Role == Master {
+				return fmt.Errorf("VNFC %s is the cluster's only master: it cannot be healed on its own; heal the entire VNF (no vnfcInstanceId: the cluster is rebuilt, its workloads are lost)", id)
+			}
+		}
+	}
+	return nil
+}
+
+// selectionParams reads only what selects the nodes (aspect_id, vdu_id,
+// CP names) from k8s_cluster_installation_param, without validating.
+func selectionParams(additional map[string]any) *Params {
+	p := &Params{}
+	top, _ := additional[ParamKey].(map[string]any)
+	read := func(key string, np *NodeParams) {
+		m, _ := top[key].(map[string]any)
+		s := func(k string) string { v, _ := m[k].(string); return strings.TrimSpace(v) }
+		np.AspectID, np.VduID, np.SSHCPName, np.NICCPName, np.ClusterCPName = s("aspect_id"), s("vdu_id"), s("ssh_cp_name"), s("nic_cp_name"), s("cluster_cp_name")
+		if np.NICCPName == "" {
+			np.NICCPName = np.SSHCPName
+		}
+	}
+	read("master_node", &p.Master)
+	read("worker_node", &p.Worker)
+	return p
 }

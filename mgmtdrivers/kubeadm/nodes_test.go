@@ -2,6 +2,7 @@ package kubeadm
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -19,6 +20,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/k8sstandin"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
 )
 
 // vnfcOf builds a VNFC as the OpenStack driver reports it.
@@ -325,5 +327,54 @@ func TestParseCA(t *testing.T) {
 	}
 	if _, _, err := parseCA([]byte("nothing")); err == nil {
 		t.Error("no PEM accepted")
+	}
+}
+
+// The hooks the sample package binds, and the optional interfaces.
+var (
+	_ mgmtdrivers.InstantiateStarter = (*Driver)(nil)
+	_ mgmtdrivers.InstantiateEnder   = (*Driver)(nil)
+	_ mgmtdrivers.TerminateEnder     = (*Driver)(nil)
+	_ mgmtdrivers.ScaleStarter       = (*Driver)(nil)
+	_ mgmtdrivers.ScaleEnder         = (*Driver)(nil)
+	_ mgmtdrivers.HealStarter        = (*Driver)(nil)
+	_ mgmtdrivers.HealEnder          = (*Driver)(nil)
+	_ mgmtdrivers.RollbackHandler    = (*Driver)(nil)
+	_ mgmtdrivers.RequestValidator   = (*Driver)(nil)
+)
+
+func TestValidateRequest(t *testing.T) {
+	d := New(Options{})
+	ctx := context.Background()
+	bad := &model.InstantiateVnfRequest{AdditionalParams: map[string]any{ParamKey: map[string]any{"master_node": map[string]any{}}}}
+	err := d.ValidateRequest(ctx, mgmtdrivers.Request{Operation: model.OpInstantiate, Body: bad})
+	if err == nil || !strings.Contains(err.Error(), ParamKey+".worker_node: is required") {
+		t.Errorf("bad instantiate: %v", err)
+	}
+	good := &model.InstantiateVnfRequest{AdditionalParams: map[string]any{ParamKey: map[string]any{
+		"master_node": map[string]any{"ssh_cp_name": "a", "username": "u", "password": "p", "cluster_cp_name": "a"},
+		"worker_node": map[string]any{"ssh_cp_name": "b", "username": "u", "password": "p"}}}}
+	if err := d.ValidateRequest(ctx, mgmtdrivers.Request{Operation: model.OpInstantiate, Body: good}); err != nil {
+		t.Errorf("good instantiate: %v", err)
+	}
+	// The stored instance: secrets sealed (an unparsable "key" must not matter).
+	info := sampleInfo()
+	info.AdditionalParams = map[string]any{ParamKey: map[string]any{
+		"master_node": map[string]any{"aspect_id": "master_instance", "ssh_cp_name": "masterNode_CP1", "cluster_cp_name": "masterNode_CP1",
+			"username": "u", "ssh_private_key": "sealed:v1:abc"},
+		"worker_node": map[string]any{"aspect_id": "worker_instance", "ssh_cp_name": "workerNode_CP1", "username": "u", "password": "sealed:v1:def"}}}
+	in := &model.VnfInstance{ID: "i", InstantiatedVnfInfo: info}
+	heal := func(ids ...string) error {
+		return d.ValidateRequest(ctx, mgmtdrivers.Request{Operation: model.OpHeal, Instance: in, Flavour: sampleFlavour(),
+			Body: &model.HealVnfRequest{VnfcInstanceID: ids}})
+	}
+	if err := heal("workerNode-bbbb"); err != nil {
+		t.Errorf("worker heal: %v", err)
+	}
+	if err := heal(); err != nil {
+		t.Errorf("entire heal: %v", err)
+	}
+	if err := heal("workerNode-bbbb", "masterNode-aaaa"); err == nil || !strings.Contains(err.Error(), "VNFC masterNode-aaaa is the cluster's only master") {
+		t.Errorf("master heal: %v", err)
 	}
 }

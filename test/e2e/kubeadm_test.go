@@ -519,6 +519,15 @@ func TestKubeadmClusterLifecycle(t *testing.T) {
 	e := newK8sEnv(t)
 	inst := e.createInstance()
 
+	// Invalid parameters are refused at the API, naming the key.
+	bad := e.instantiateBody()
+	bad["additionalParams"].(map[string]any)["k8s_cluster_installation_param"].(map[string]any)["drain_policy"] = "never"
+	b, _ := json.Marshal(bad)
+	if code, _, doc := e.do("POST", "/vnflcm/v1/vnf_instances/"+inst+"/instantiate", "application/json", b); code != http.StatusUnprocessableEntity ||
+		!strings.Contains(fmt.Sprint(doc), "k8s_cluster_installation_param.drain_policy") {
+		t.Fatalf("instantiate with a bad drain_policy: %d %v", code, doc)
+	}
+
 	// Instantiate with a worker whose join dies half-way: FAILED_TEMP, the
 	// master and the other worker done; the retry resumes without
 	// re-joining them and resets the half-joined worker first.
@@ -589,6 +598,13 @@ func TestKubeadmClusterLifecycle(t *testing.T) {
 		t.Errorf("registered VIM %v", vim)
 	}
 	e.checkVimUsable(vimID, wantNodes(vs))
+
+	// The only master cannot be healed on its own: 422 at the API.
+	hb, _ := json.Marshal(map[string]any{"vnfcInstanceId": []string{master.ID}})
+	if code, _, doc := e.do("POST", "/vnflcm/v1/vnf_instances/"+inst+"/heal", "application/json", hb); code != http.StatusUnprocessableEntity ||
+		!strings.Contains(fmt.Sprint(doc), "only master") {
+		t.Errorf("heal of the master: %d %v", code, doc)
+	}
 
 	// (2) Scale out by 3 (to the maximum): the joins overlap in time.
 	op = e.lcmLong(inst, "scale", map[string]any{"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": 3}, "COMPLETED")
