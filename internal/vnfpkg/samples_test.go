@@ -26,6 +26,11 @@ func TestSamples(t *testing.T) {
 	for _, h := range []string{model.HookInstantiateEnd, model.HookTerminateEnd, model.HookScaleStart, model.HookScaleEnd, model.HookHealStart, model.HookHealEnd} {
 		allHooks[h] = "kubeadm"
 	}
+	// kubeadm-single also validates its parameters before the VMs are made.
+	singleHooks := map[string]string{model.HookInstantiateStart: "kubeadm"}
+	for h, d := range allHooks {
+		singleHooks[h] = d
+	}
 	spray := map[string]string{}
 	for h := range allHooks {
 		spray[h] = "kubespray"
@@ -47,7 +52,7 @@ func TestSamples(t *testing.T) {
 		vls                   []string
 		hot                   model.HOT
 	}{
-		{name: "kubeadm-single", vnfdID: "6f2b8c1a-3d4e-4f5a-8b6c-7d8e9f0a1b21", flavour: "simple", hooks: allHooks,
+		{name: "kubeadm-single", vnfdID: "6f2b8c1a-3d4e-4f5a-8b6c-7d8e9f0a1b21", flavour: "simple", hooks: singleHooks,
 			vdus: map[string]vduWant{
 				"masterNode": {1, 1, 1, "m1.medium", []string{"masterNode_CP1"}},
 				"workerNode": {2, 5, 2, "m1.medium", []string{"workerNode_CP1"}},
