@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 # (measured on the 2-core CI VM with a warm build cache: 34 s vs 21 s for ./...).
 RACE      ?= -race
 TESTFLAGS ?=
-SHELL_SCRIPTS := $(wildcard scripts/*.sh) .ci/run
+SHELL_SCRIPTS := $(wildcard scripts/*.sh) .ci/run mgmtdrivers/kubeadm/gen_script.sh
 
 .DEFAULT_GOAL := help
 .PHONY: help build run test lint bench migrate-up image clean samples demo
