@@ -82,7 +82,18 @@ func (s *session) removeWorkers(ctx context.Context, victims []*Node) error {
 	}); err != nil {
 		return err
 	}
+	// A victim that does not answer (a dead VM being healed) is neither
+	// drained (its pods could not confirm their end) nor reset; deleting
+	// its Node object lets its pods be rescheduled.
+	gone := s.unreachable(ctx, victims)
+	if len(gone) > 0 {
+		s.log.Warn("nodes to remove do not answer; removing them without drain and reset", "nodes", gone)
+		s.note(ctx, "not answering, removed without drain and reset: "+strings.Join(gone, ","))
+	}
 	for _, v := range victims {
+		if slices.Contains(gone, v.Name) {
+			continue
+		}
 		if err := s.step(ctx, "drain/"+v.Name, "drain "+v.Name, func() error {
 			k, err := s.kubectl(ctx)
 			if err != nil {
@@ -97,10 +108,10 @@ func (s *session) removeWorkers(ctx context.Context, victims []*Node) error {
 		if err := s.writeInventory(ctx, s.c.Masters, s.c.Workers); err != nil {
 			return err
 		}
-		args := []string{"-e", "node=" + vnames, "-e", "skip_confirmation=yes"}
-		if gone := s.unreachable(ctx, victims); len(gone) > 0 {
-			s.log.Warn("nodes to remove do not answer; removing them without resetting them", "nodes", gone)
-			s.note(ctx, "unreachable, removed without reset: "+strings.Join(gone, ","))
+		// The driver drained the nodes itself, bounded and with its own
+		// error reporting.
+		args := []string{"-e", "node=" + vnames, "-e", "skip_confirmation=yes", "-e", "drain_nodes=false"}
+		if len(gone) > 0 {
 			args = append(args, "-e", "reset_nodes=false", "-e", "allow_ungraceful_removal=true")
 		}
 		return s.playbook(ctx, "remove-node.yml", args...)

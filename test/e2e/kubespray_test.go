@@ -650,11 +650,25 @@ func TestKubesprayClusterLifecycle(t *testing.T) {
 		t.Errorf("heal of a master: %d %v", code, doc)
 	}
 
-	// (5) Heal a worker: removed and joined again on its new server, with
-	// its new host key in the inventory's known_hosts.
+	// (5) Heal a dead worker (its VM stopped): removed without drain and
+	// reset, joined again on its new server, with its new host key in the
+	// inventory's known_hosts.
 	target := kspByVdu(vs, "workerNode")[0]
+	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := e.hostOf(target).Stop(stopCtx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
 	t0 = time.Now()
-	e.lcmWait(inst, "heal", map[string]any{"vnfcInstanceId": []string{target.ID}, "cause": "e2e"}, "COMPLETED")
+	op = e.lcmWait(inst, "heal", map[string]any{"vnfcInstanceId": []string{target.ID}, "cause": "e2e"}, "COMPLETED")
+	for _, n := range kspStepNodes(op, "mgmt.heal_start") {
+		if strings.HasPrefix(n["name"].(string), "drain/") {
+			t.Errorf("the dead worker was drained: %v", n)
+		}
+		if n["name"] == "remove-node.yml" && n["state"] != "COMPLETED" {
+			t.Errorf("remove-node.yml: %v", n)
+		}
+	}
 	vs = e.kspVnfcs(inst)
 	i := slices.IndexFunc(vs, func(v vnfc) bool { return v.ID == target.ID })
 	if i < 0 || vs[i].Server == target.Server || vs[i].Addr != target.Addr {
@@ -668,7 +682,7 @@ func TestKubesprayClusterLifecycle(t *testing.T) {
 	if got := e.vimNodes("kubespray-e2e"); !slices.Equal(got, kspNames(vs)) {
 		t.Errorf("after heal the VIM lists %v, want %v", got, kspNames(vs))
 	}
-	t.Logf("heal of a worker in %v", time.Since(t0).Round(time.Second))
+	t.Logf("heal of a dead worker in %v", time.Since(t0).Round(time.Second))
 
 	// (6) Terminate: the VIM and the inventory are gone.
 	e.lcmWait(inst, "terminate", map[string]any{"terminationType": "FORCEFUL"}, "COMPLETED")
