@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
 )
 
@@ -44,7 +45,7 @@ func (d *Driver) newSession(op *driverapi.Op, needCluster bool) (*session, error
 	}
 	info := op.Instance.InstantiatedVnfInfo
 	ap := info.AdditionalParams
-	if op.Operation != "INSTANTIATE" {
+	if op.Operation != model.OpInstantiate {
 		ap = mergeParams(ap, op.AdditionalParams)
 	}
 	p, err := ParseParams(ap)

@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -140,15 +143,18 @@ func newKspEnv(t *testing.T) *kspEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fixture, err := filepath.Abs("../fixtures/kubespray")
-	if err != nil {
-		t.Fatal(err)
+	// The tree goes in as a tar stream: the checkout may live under a
+	// directory the host does not see (/tmp, /home and /root are its own).
+	tree := tarDir(t, "../fixtures/kubespray")
+	untar := e.ansible.Command(ctx, "sh", "-c", "mkdir -p "+kspRoot+" && tar -x -C "+kspRoot)
+	untar.Stdin = bytes.NewReader(tree)
+	if out, err := untar.CombinedOutput(); err != nil {
+		t.Fatalf("copying the kubespray stand-in into the Ansible server: %v: %s", err, out)
 	}
 	e.hostRun(e.ansible, fmt.Sprintf(`set -e
-cp -a %[1]s %[2]s
-install -d -o %[3]s -m 700 /home/%[3]s/.ssh
-printf '%%s' '%[4]s' > /home/%[3]s/.ssh/known_hosts
-chown %[3]s /home/%[3]s/.ssh/known_hosts`, fixture, kspRoot, kspAnsibleUser, kspKnownHosts))
+install -d -o %[1]s -m 700 /home/%[1]s/.ssh
+printf '%%s' '%[2]s' > /home/%[1]s/.ssh/known_hosts
+chown %[1]s /home/%[1]s/.ssh/known_hosts`, kspAnsibleUser, kspKnownHosts))
 
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var tick atomic.Int64
@@ -187,6 +193,51 @@ func (e *kspEnv) hostSetup(ctx context.Context, h *testhosts.Host) error {
 		e.mu.Unlock()
 	}
 	return nil
+}
+
+// tarDir packs a directory tree (regular files and directories).
+func tarDir(t *testing.T, dir string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		h, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		h.Name, h.Uid, h.Gid, h.Uname, h.Gname = filepath.ToSlash(rel), 0, 0, "root", "root"
+		if d.IsDir() {
+			h.Name += "/"
+			return tw.WriteHeader(h)
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		_, err = tw.Write(b)
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 func (e *kspEnv) hostRun(h *testhosts.Host, script string) string {
@@ -619,6 +670,26 @@ func TestKubesprayClusterLifecycle(t *testing.T) {
 	}
 	e.checkCluster(inst, vs)
 	t.Logf("scale out in %v", time.Since(t0).Round(time.Second))
+
+	// (2b) A scale out whose new worker fails to join: FAILED_TEMP from
+	// scale.yml naming the host; rollback takes the half-joined worker out
+	// of the cluster, the inventory and the LB, then deletes its VM.
+	e.inject.Store(true)
+	op = e.lcmWait(inst, "scale", map[string]any{"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": 1}, "FAILED_TEMP")
+	pd, _ = op["error"].(map[string]any)
+	detail, _ = pd["detail"].(string)
+	if !strings.Contains(detail, "mgmt.scale_end") || !strings.Contains(detail, "ansible-playbook scale.yml failed") ||
+		!regexp.MustCompile(`host workernode-[a-z0-9]+ failed at task "Check that kubeadm join succeeded"`).MatchString(detail) {
+		t.Errorf("scale out error:\n%s", detail)
+	}
+	t0 = time.Now()
+	e.post("/vnflcm/v1/vnf_lcm_op_occs/"+op["id"].(string)+"/rollback", nil, http.StatusAccepted)
+	e.waitFor(op["id"].(string), "ROLLED_BACK")
+	if after := e.kspVnfcs(inst); len(after) != len(vs) {
+		t.Fatalf("after the rollback: %d VNFCs, want %d", len(after), len(vs))
+	}
+	e.checkCluster(inst, vs)
+	t.Logf("scale out rolled back in %v", time.Since(t0).Round(time.Second))
 
 	// (3) Scale in 1: the victim is drained and removed from all three.
 	t0 = time.Now()
