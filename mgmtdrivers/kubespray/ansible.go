@@ -78,7 +78,7 @@ func (s *session) playbook(ctx context.Context, playbook string, args ...string)
 	cmd := remote.Command("sh", append([]string{"-c", playbookScript, "mini-vnfm-ansible", s.p.Ansible.KubesprayRootPath, s.inv, playbook}, args...)...)
 	s.note(ctx, "ansible-playbook "+strings.Join(append([]string{playbook}, args...), " "))
 	start := time.Now()
-	res, err := c.Run(ctx, cmd, remote.RunOpts{
+	_, err = c.Run(ctx, cmd, remote.RunOpts{
 		Env:     env,
 		Stdin:   strings.NewReader(s.becomeVars()),
 		Timeout: timeout,
@@ -121,7 +121,6 @@ func (s *session) playbook(ctx context.Context, playbook string, args ...string)
 		if errors.As(err, &ce) {
 			return fmt.Errorf("kubespray: %w: %s", run.Error(code), lastLines(ce.StderrTail+"\n"+ce.StdoutTail, 5))
 		}
-		_ = res
 	}
 	return fmt.Errorf("kubespray: %w", run.Error(code))
 }
