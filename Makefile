@@ -40,6 +40,14 @@ bench: ## measure engine latency and rate, API reads vs pgbench, big filtered li
 	$(GO) build -o bin/vnfm-bench ./cmd/vnfm-bench
 	bin/vnfm-bench -out bench/results $(BENCHFLAGS)
 
+fuzz: ## run every `go test -fuzz` target of the repository for FUZZTIME each (default 10s)
+	@grep -rEo --include='*_test.go' --exclude-dir=.git '^func Fuzz[A-Za-z0-9_]+' . | sort | \
+	while IFS=: read -r file decl; do \
+		dir=$$(dirname "$$file"); name=$${decl#func }; \
+		echo "go test -run '^$$' -fuzz '^$$name\$$' -fuzztime $(or $(FUZZTIME),10s) $$dir"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(or $(FUZZTIME),10s) "$$dir" || exit 1; \
+	done
+
 demo: ## drive a running `make run` through a cluster's whole lifecycle with live progress (PACKAGE=kubeadm-single for one master)
 	$(GO) run ./cmd/vnfm-demo -package $(or $(PACKAGE),kubeadm-ha)
 
