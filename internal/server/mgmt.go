@@ -21,11 +21,12 @@ type MgmtOptions struct {
 }
 
 // DefaultMgmt returns the registry of the built-in management drivers
-// (kubeadm). Use it as Options.Mgmt, or in Run once the store is open:
+// (kubeadm, kubespray). Use it as Options.Mgmt, or in Run once the store is open:
 //
 //	mgmt = DefaultMgmt(MgmtOptions{Pins: st.HostKeyPins()})
 func DefaultMgmt(o MgmtOptions) *mgmtdrivers.Registry {
 	return mgmtdrivers.NewRegistry(
 		kubeadm.New(kubeadm.Options{Pins: o.Pins, Dial: o.Dial}),
+		NewKubesprayDriver(o.Pins, o.Dial),
 	)
 }
