@@ -245,7 +245,12 @@ func (d *Driver) writeHosts(ctx context.Context, s *session, nodes []*Node) erro
 // writeHostsAll updates /etc/hosts on every connected node of targets.
 func (d *Driver) writeHostsAll(ctx context.Context, ss *sessions, targets, listed []*Node) error {
 	errs := remote.ForEach(ctx, targets, 16, func(ctx context.Context, n *Node) error {
-		return d.writeHosts(ctx, ss.get(n), listed)
+		s := ss.get(n)
+		if s == nil {
+			// A master that is down (HA): it gets the list when it is healed.
+			return nil
+		}
+		return d.writeHosts(ctx, s, listed)
 	})
 	return remote.JoinErrors(targets, errs, func(n *Node) string { return n.Name })
 }

@@ -136,8 +136,8 @@ func (h *hook) needTopology() error {
 	if h.topo == nil {
 		return errors.New("the VNF instance has no VNFCs: nothing to configure (did the infra driver create the servers?)")
 	}
-	if len(h.topo.Masters) > 1 {
-		return fmt.Errorf("%d master VNFCs: HA control planes (several masters behind a VIP) are not supported yet; deploy one master", len(h.topo.Masters))
+	if h.topo.HA() {
+		return checkHA(h.topo, h.op.Flavour, h.p, h.op.Package)
 	}
 	return nil
 }
@@ -228,9 +228,11 @@ func (d *Driver) InstantiateStart(_ context.Context, op *driverapi.Op) error {
 		return err
 	}
 	if h.p.ScriptPath != "" {
-		_, err = h.script()
+		if _, err = h.script(); err != nil {
+			return err
+		}
 	}
-	return err
+	return checkHAPlan(op.Flavour, h.p, op.Package)
 }
 
 // InstantiateEnd installs the cluster and registers it as a Kubernetes VIM.
@@ -264,6 +266,11 @@ func (h *hook) installCluster(ctx context.Context) error {
 	if err := h.d.writeHostsAll(ctx, ss, all, all); err != nil {
 		return err
 	}
+	if t.HA() {
+		if err := h.setupHA(ctx, ss); err != nil {
+			return err
+		}
+	}
 	master := t.Masters[0]
 	ms := ss.get(master)
 	var mi *masterInfo
@@ -286,8 +293,19 @@ func (h *hook) installCluster(ctx context.Context) error {
 		}
 		mi = &masterInfo{CACert: pemText, CAHash: hash}
 	}
+	if t.HA() {
+		h.note(ctx, "joining %d more masters as control-plane nodes, one at a time", len(t.Masters)-1)
+		if err := h.joinMasters(ctx, ss, ms, t.Masters[1:], script, mi.CAHash, false); err != nil {
+			return err
+		}
+		v, err := h.d.waitEtcdWhole(ctx, ms, t.Masters, etcdHealthWait)
+		if err != nil {
+			return err
+		}
+		h.note(ctx, "etcd: %d members, all healthy", len(v.Members))
+	}
 	h.note(ctx, "joining %d workers, %d at a time", len(t.Workers), h.p.WorkerParallelism)
-	if err := h.joinWorkers(ctx, ss, t.Workers, script, mi.CAHash); err != nil {
+	if err := h.joinWorkers(ctx, ss, ms, t.Workers, script, mi.CAHash); err != nil {
 		return err
 	}
 	return h.registerVim(ctx, ss, ms, mi.CACert)
@@ -309,7 +327,7 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*mas
 	if err := h.d.uploadScript(ctx, ms, script); err != nil {
 		return nil, err
 	}
-	args := []string{"-m", n.NodeIP, "-i", h.topo.EndpointIP, "-p", h.p.Master.PodCIDR, "-a", h.p.Master.ClusterCIDR,
+	args := []string{"-m", masterIPs(h.topo.Masters), "-i", h.topo.EndpointIP, "-p", h.p.Master.PodCIDR, "-a", h.p.Master.ClusterCIDR,
 		"--api-port", strconv.Itoa(h.topo.EndpointPort), "--node-name", n.Name, "--node-ip", n.NodeIP,
 		"--token-ttl", strconv.Itoa(int(h.p.JoinTokenTTL.Seconds())) + "s"}
 	r, err := h.d.runScript(ctx, ms, args, scriptEnv(h.p, h.topo), proxySecrets(h.p), h.nodeNote(ctx, n))
@@ -318,6 +336,10 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*mas
 	}
 	// Workers get a token each, minted just before their join: the ones
 	// kubeadm init (24 h) and the script made go.
+	if key := r["certificate_key"]; key != "" {
+		// Superseded: every control-plane join gets a key of its own.
+		ms.x.AddSecrets(key)
+	}
 	if tok := r["join_token"]; tok != "" {
 		ms.x.AddSecrets(tok)
 		h.d.deleteToken(ctx, ms, tok)
@@ -346,11 +368,10 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*mas
 // each with a fresh bootstrap token. Nodes already in the cluster are
 // skipped; a node that holds a kubelet.conf but is not in the cluster (a
 // join that died half-way) is reset first.
-func (h *hook) joinWorkers(ctx context.Context, ss *sessions, workers []*Node, script []byte, caHash string) error {
+func (h *hook) joinWorkers(ctx context.Context, ss *sessions, ms *session, workers []*Node, script []byte, caHash string) error {
 	if len(workers) == 0 {
 		return nil
 	}
-	ms := ss.get(h.topo.Masters[0])
 	present, err := h.d.clusterNodes(ctx, ms)
 	if err != nil {
 		return err
@@ -558,12 +579,11 @@ func (d *Driver) ScaleStart(ctx context.Context, op *driverapi.Op) error {
 	}
 	recordServers(op, scratchRemoved, victims)
 	remaining := h.topo.Without(vnfcIDs(victims)...)
-	ss, err := d.connect(ctx, h.log, plansFor(h.p, remaining.All(), false))
+	ss, ms, err := h.connectControl(ctx, plansFor(h.p, remaining.Workers, false))
 	if err != nil {
 		return err
 	}
 	defer ss.Close()
-	ms := ss.get(h.topo.Masters[0])
 	if err := h.removeNodes(ctx, ms, victims); err != nil {
 		return err
 	}
@@ -618,7 +638,7 @@ func (h *hook) victims() ([]*Node, error) {
 			continue // not a Kubernetes node
 		}
 		if n.Role == Master {
-			return nil, fmt.Errorf("scale-in would remove master %s: scaling the control plane is not supported", n.Name)
+			return nil, fmt.Errorf("scale-in would remove master %s: scaling the control plane is not supported (heal a failed master instead)", n.Name)
 		}
 		out = append(out, n)
 	}
@@ -636,7 +656,7 @@ func (h *hook) checkAspect(aspectID string) error {
 	}
 	for _, m := range h.topo.Masters {
 		if _, ok := a.VduDeltas[m.VduID]; ok {
-			return fmt.Errorf("aspect %s scales the master VDU %s: scaling the control plane is not supported; scale the workers' aspect", aspectID, m.VduID)
+			return fmt.Errorf("aspect %s scales the master VDU %s: scaling the control plane is not supported (an HA control plane keeps its odd number of masters; a failed master is healed); scale the workers' aspect", aspectID, m.VduID)
 		}
 	}
 	return nil
@@ -669,17 +689,16 @@ func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op) error {
 		return err
 	}
 	added := addedVnfcs(op)
-	plans := plansFor(h.p, h.topo.All(), false)
+	plans := plansFor(h.p, h.topo.Workers, false)
 	for i := range plans {
 		plans[i].fresh = added[plans[i].node.VnfcID]
 	}
 	all := h.topo.All()
-	ss, err := d.connect(ctx, h.log, plans)
+	ss, ms, err := h.connectControl(ctx, plans)
 	if err != nil {
 		return err
 	}
 	defer ss.Close()
-	ms := ss.get(h.topo.Masters[0])
 	present, err := d.clusterNodes(ctx, ms)
 	if err != nil {
 		return err
@@ -706,7 +725,7 @@ func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op) error {
 		return err
 	}
 	h.note(ctx, "joining %s, %d at a time", strings.Join(sortedNames(joining), ", "), h.p.WorkerParallelism)
-	return h.joinWorkers(ctx, ss, joining, script, hash)
+	return h.joinWorkers(ctx, ss, ms, joining, script, hash)
 }
 
 func addedVnfcs(op *driverapi.Op) map[string]bool {
@@ -770,6 +789,7 @@ func (d *Driver) HealStart(ctx context.Context, op *driverapi.Op) error {
 		return err
 	}
 	targets := h.topo.All()
+	var masters, workers []*Node
 	if len(req.VnfcInstanceID) > 0 {
 		targets = nil
 		for _, id := range req.VnfcInstanceID {
@@ -778,7 +798,12 @@ func (d *Driver) HealStart(ctx context.Context, op *driverapi.Op) error {
 				continue
 			}
 			if n.Role == Master {
-				return fmt.Errorf("VNFC %s is the cluster's only master: it cannot be healed on its own; heal the entire VNF (the cluster is rebuilt, its workloads are lost)", id)
+				if !h.topo.HA() {
+					return fmt.Errorf("VNFC %s is the cluster's only master: it cannot be healed on its own; heal the entire VNF (the cluster is rebuilt, its workloads are lost)", id)
+				}
+				masters = append(masters, n)
+			} else {
+				workers = append(workers, n)
 			}
 			targets = append(targets, n)
 		}
@@ -788,15 +813,18 @@ func (d *Driver) HealStart(ctx context.Context, op *driverapi.Op) error {
 		h.note(ctx, "entire heal: removing Kubernetes VIM %s; the cluster is rebuilt after the VNF", h.p.VimName)
 		return d.removeVim(ctx, op, h.p.VimName)
 	}
+	if len(masters) > 0 {
+		return h.healMastersStart(ctx, masters, workers)
+	}
 	if len(targets) == 0 {
 		return nil
 	}
-	ss, err := d.connect(ctx, h.log, plansFor(h.p, h.topo.Masters[:1], false))
+	ss, ms, err := h.connectControl(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer ss.Close()
-	return h.removeNodes(ctx, ss.get(h.topo.Masters[0]), targets)
+	return h.removeNodes(ctx, ms, targets)
 }
 
 // HealEnd joins the healed workers again (same node name and address, new
@@ -824,23 +852,34 @@ func (d *Driver) HealEnd(ctx context.Context, op *driverapi.Op) error {
 	if err := h.needTopology(); err != nil {
 		return err
 	}
-	var targets []*Node
+	var targets, masters []*Node
 	for _, id := range req.VnfcInstanceID {
-		if n := h.topo.ByVnfc(id); n != nil && n.Role == Worker {
+		n := h.topo.ByVnfc(id)
+		switch {
+		case n == nil:
+		case n.Role == Worker:
 			targets = append(targets, n)
+		case h.topo.HA():
+			masters = append(masters, n)
 		}
+	}
+	if len(masters) > 0 {
+		if err := h.healMastersEnd(ctx, masters, targets, before); err != nil {
+			return err
+		}
+		return d.forgetServers(ctx, h, before)
 	}
 	if len(targets) == 0 {
 		return nil
 	}
-	plans := plansFor(h.p, h.topo.Masters[:1], false)
+	var plans []dialPlan
 	for _, p := range plansFor(h.p, targets, true) {
 		if b, ok := before[p.node.VnfcID]; ok && b.ServerID == p.node.ServerID && b.Addr == p.node.SSHAddr {
 			p.repin = true // rebuilt in place: new keys, same server id
 		}
 		plans = append(plans, p)
 	}
-	ss, err := d.connect(ctx, h.log, plans)
+	ss, ms, err := h.connectControl(ctx, plans)
 	if err != nil {
 		return err
 	}
@@ -853,12 +892,11 @@ func (d *Driver) HealEnd(ctx context.Context, op *driverapi.Op) error {
 	if err != nil {
 		return err
 	}
-	ms := ss.get(h.topo.Masters[0])
 	_, hash, err := d.caCert(ctx, ms)
 	if err != nil {
 		return err
 	}
-	if err := h.joinWorkers(ctx, ss, targets, script, hash); err != nil {
+	if err := h.joinWorkers(ctx, ss, ms, targets, script, hash); err != nil {
 		return err
 	}
 	return d.forgetServers(ctx, h, before)
@@ -911,12 +949,11 @@ func (d *Driver) Rollback(ctx context.Context, hookName string, op *driverapi.Op
 		if len(joined) == 0 {
 			return nil
 		}
-		ss, err := d.connect(ctx, h.log, plansFor(h.p, h.topo.Masters[:1], false))
+		ss, ms, err := h.connectControl(ctx, nil)
 		if err != nil {
 			return err
 		}
 		defer ss.Close()
-		ms := ss.get(h.topo.Masters[0])
 		for _, n := range joined {
 			if _, err := ms.run(ctx, kubectl("delete", "node", n.Name, "--ignore-not-found"), d.sudo(remote.RunOpts{})); err != nil {
 				return fmt.Errorf("deleting node %s: %w", n.Name, err)
@@ -947,10 +984,20 @@ func (d *Driver) ValidateRequest(_ context.Context, r mgmtdrivers.Request) error
 		if err != nil {
 			return nil // the hook reports it with the whole picture
 		}
+		var masters []string
 		for _, id := range req.VnfcInstanceID {
 			if n := topo.ByVnfc(id); n != nil && n.Role == Master {
-				return fmt.Errorf("VNFC %s is the cluster's only master: it cannot be healed on its own; heal the entire VNF (no vnfcInstanceId: the cluster is rebuilt, its workloads are lost)", id)
+				if !topo.HA() {
+					return fmt.Errorf("VNFC %s is the cluster's only master: it cannot be healed on its own; heal the entire VNF (no vnfcInstanceId: the cluster is rebuilt, its workloads are lost)", id)
+				}
+				masters = append(masters, n.Name)
 			}
+		}
+		// Healing more masters at once than etcd can lose is refused
+		// outright; heal_start checks the members' actual health.
+		if n := len(topo.Masters); len(masters) > (n-1)/2 && !forceRequested(req.AdditionalParams) {
+			return fmt.Errorf("healing %d of %d masters at once (%s) would lose etcd quorum (%d members must stay): heal at most %d at a time, or set additionalParams.force: true",
+				len(masters), n, strings.Join(masters, ", "), quorum(n), (n-1)/2)
 		}
 	}
 	return nil

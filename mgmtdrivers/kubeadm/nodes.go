@@ -61,10 +61,18 @@ type Topology struct {
 	Masters []*Node
 	Workers []*Node
 	// EndpointIP and EndpointPort are where the API server is reached
-	// (cluster_cp_name's address; APIPort on a single master).
+	// (cluster_cp_name's address; APIPort on a single master, HAProxy's
+	// ha.lb_port on the VIP of an HA control plane).
 	EndpointIP   string
 	EndpointPort int
+	// VIP is set for an HA control plane: the address of cluster_cp_name,
+	// a port of its own (Tacker's vip_CP) that keepalived moves between the
+	// masters.
+	VIP string
 }
+
+// HA reports whether the control plane sits behind a VIP.
+func (t *Topology) HA() bool { return t.VIP != "" }
 
 // Endpoint is the API server URL.
 func (t *Topology) Endpoint() string {
@@ -89,7 +97,7 @@ func (t *Topology) Without(vnfcIDs ...string) *Topology {
 	keep := func(ns []*Node) []*Node {
 		return slices.DeleteFunc(slices.Clone(ns), func(n *Node) bool { return slices.Contains(vnfcIDs, n.VnfcID) })
 	}
-	return &Topology{Masters: keep(t.Masters), Workers: keep(t.Workers), EndpointIP: t.EndpointIP, EndpointPort: t.EndpointPort}
+	return &Topology{Masters: keep(t.Masters), Workers: keep(t.Workers), EndpointIP: t.EndpointIP, EndpointPort: t.EndpointPort, VIP: t.VIP}
 }
 
 // Classify finds the masters and workers among the instance's VNFCs.
@@ -144,7 +152,11 @@ func Classify(info *model.InstantiatedVnfInfo, fl *model.Flavour, p *Params) (*T
 		return nil, fmt.Errorf("no VNFC matches %s.master_node (aspect_id %q, vdu_id %q, ssh_cp_name %q); VNFCs: %s",
 			ParamKey, p.Master.AspectID, p.Master.VduID, p.Master.SSHCPName, describeVnfcs(info))
 	}
-	// The API address: cluster_cp_name on a master.
+	// Masters in a stable order (VNFC ids survive a heal): the first runs
+	// kubeadm init and gets the highest VRRP priority.
+	slices.SortFunc(t.Masters, func(a, b *Node) int { return strings.Compare(a.Name, b.Name) })
+	// The API address: cluster_cp_name on a master (one master), or a port
+	// of its own holding the VIP (an HA control plane).
 	for _, m := range t.Masters {
 		v := vnfcByID(info, m.VnfcID)
 		if ip := cpAddress(v, p.Master.ClusterCPName); ip != "" {
@@ -155,11 +167,22 @@ func Classify(info *model.InstantiatedVnfInfo, fl *model.Flavour, p *Params) (*T
 	if t.EndpointIP == "" {
 		for _, e := range info.ExtCpInfo {
 			if e.CpdID == p.Master.ClusterCPName && e.AssociatedVnfcCpID == "" {
-				return nil, fmt.Errorf("%s.master_node.cluster_cp_name %q is a port of its own (a VIP): HA control planes are not supported yet", ParamKey, p.Master.ClusterCPName)
+				t.VIP = protocolAddress(e.CpProtocolInfo)
+				if t.VIP == "" {
+					return nil, fmt.Errorf("%s.master_node.cluster_cp_name %q is a port of its own (the VIP) but has no IP address", ParamKey, p.Master.ClusterCPName)
+				}
+				t.EndpointIP, t.EndpointPort = t.VIP, p.HA.LBPort
+				break
 			}
 		}
-		return nil, fmt.Errorf("%s.master_node.cluster_cp_name %q is not a connection point with an address on the master VNFC %s",
+	}
+	if t.EndpointIP == "" {
+		return nil, fmt.Errorf("%s.master_node.cluster_cp_name %q is neither a connection point with an address on the master VNFC %s nor a port of its own (a VIP such as vip_CP)",
 			ParamKey, p.Master.ClusterCPName, t.Masters[0].VnfcID)
+	}
+	if !t.HA() && len(t.Masters) > 1 {
+		return nil, fmt.Errorf("%d master VNFCs but %s.master_node.cluster_cp_name %q is a master's own port: several masters need a virtual IP, a port of its own (Tacker's vip_CP) that every master port allows in allowed_address_pairs; name it in cluster_cp_name",
+			len(t.Masters), ParamKey, p.Master.ClusterCPName)
 	}
 	return t, nil
 }
@@ -278,8 +301,14 @@ func cpAddress(v *model.VnfcResourceInfo, cpd string) string {
 	if cp == nil {
 		return ""
 	}
+	return protocolAddress(cp.CpProtocolInfo)
+}
+
+// protocolAddress returns the first IPv4 address of a CpProtocolInfo (else
+// its first address).
+func protocolAddress(info []map[string]any) string {
 	var first string
-	for _, pi := range cp.CpProtocolInfo {
+	for _, pi := range info {
 		ipoe, _ := pi["ipOverEthernet"].(map[string]any)
 		for _, a := range anyList(ipoe["ipAddresses"]) {
 			am, _ := a.(map[string]any)

@@ -148,8 +148,18 @@ func TestClassifyErrors(t *testing.T) {
 	p.Master.ClusterCPName = "vip_CP"
 	info := sampleInfo()
 	info.ExtCpInfo = []model.ExtCpInfo{{ID: "vip", CpdID: "vip_CP"}}
-	if _, err := Classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "HA control planes are not supported yet") {
-		t.Errorf("VIP: %v", err)
+	if _, err := Classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), `"vip_CP" is a port of its own (the VIP) but has no IP address`) {
+		t.Errorf("VIP without address: %v", err)
+	}
+	p.Master.ClusterCPName = "nope_CP"
+	if _, err := Classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "neither a connection point with an address on the master VNFC") {
+		t.Errorf("unknown cluster CP: %v", err)
+	}
+	// Several masters on a master's own port: no VIP to share.
+	info = haInfo(3)
+	p = sampleParams(t)
+	if _, err := Classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "3 master VNFCs but") || !strings.Contains(err.Error(), "several masters need a virtual IP") {
+		t.Errorf("masters without a VIP: %v", err)
 	}
 	p = sampleParams(t)
 	p.Worker.NICCPName = "workerNode_CP9"
@@ -287,7 +297,12 @@ func TestScriptCopiesAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, got := range map[string][]byte{"the embedded copy": builtinScript, "samples/kubeadm-single/Scripts/install_k8s_cluster.sh": sample} {
+	haSample, err := os.ReadFile("../../samples/kubeadm-ha/Scripts/install_k8s_cluster.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][]byte{"the embedded copy": builtinScript, "samples/kubeadm-single/Scripts/install_k8s_cluster.sh": sample,
+		"samples/kubeadm-ha/Scripts/install_k8s_cluster.sh": haSample} {
 		if !bytes.Equal(got, want.Bytes()) {
 			t.Errorf("%s is not current: run go generate ./mgmtdrivers/kubeadm", name)
 		}

@@ -1,0 +1,305 @@
+package kubeadm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/remote"
+)
+
+// etcdctlScript runs etcdctl with the stacked etcd's client certificate: the
+// host's etcdctl (Debian/Ubuntu etcd-client) when installed, else the one in
+// the node's etcd static pod (kubectl exec). $1 is the node name, the rest
+// etcdctl's arguments.
+const etcdctlScript = `node=$1; shift
+set -- --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt \
+	--key=/etc/kubernetes/pki/etcd/healthcheck-client.key --dial-timeout=2s --command-timeout=3s "$@"
+if command -v etcdctl >/dev/null 2>&1; then
+	ETCDCTL_API=3 exec etcdctl "$@"
+fi
+exec kubectl --kubeconfig ` + adminConf + ` -n kube-system exec "etcd-$node" -- env ETCDCTL_API=3 etcdctl "$@"`
+
+// etcdMember is an entry of `etcdctl member list -w json`.
+type etcdMember struct {
+	ID         uint64   `json:"ID"`
+	Name       string   `json:"name"`
+	PeerURLs   []string `json:"peerURLs"`
+	ClientURLs []string `json:"clientURLs"`
+	IsLearner  bool     `json:"isLearner"`
+}
+
+func (m etcdMember) label() string {
+	name := m.Name
+	if name == "" {
+		name = "(not started)"
+	}
+	return fmt.Sprintf("%s %x", name, m.ID)
+}
+
+// etcdView is the stacked etcd as one master sees it.
+type etcdView struct {
+	Members []etcdMember
+	Healthy map[uint64]bool
+	Errors  map[uint64]string
+	Leader  uint64
+}
+
+func (v *etcdView) healthyCount(except func(etcdMember) bool) int {
+	n := 0
+	for _, m := range v.Members {
+		if v.Healthy[m.ID] && (except == nil || !except(m)) {
+			n++
+		}
+	}
+	return n
+}
+
+func (v *etcdView) unhealthy() []string {
+	var out []string
+	for _, m := range v.Members {
+		if !v.Healthy[m.ID] {
+			e := v.Errors[m.ID]
+			if e == "" {
+				e = "no answer"
+			}
+			out = append(out, m.label()+" ("+e+")")
+		}
+	}
+	return out
+}
+
+// member finds the member of a node by name or peer URL.
+func (v *etcdView) member(n *Node) (etcdMember, bool) {
+	peer := etcdPeerURL(n.NodeIP)
+	for _, m := range v.Members {
+		if m.Name == n.Name || slices.Contains(m.PeerURLs, peer) {
+			return m, true
+		}
+	}
+	return etcdMember{}, false
+}
+
+func etcdPeerURL(ip string) string   { return "https://" + net.JoinHostPort(ip, "2380") }
+func etcdClientURL(ip string) string { return "https://" + net.JoinHostPort(ip, "2379") }
+
+// quorum is the number of healthy members n members need.
+func quorum(n int) int { return n/2 + 1 }
+
+func (d *Driver) etcdctl(ctx context.Context, s *session, args ...string) (remote.Result, error) {
+	cmd := remote.Command("sh", append([]string{"-c", etcdctlScript, "etcdctl", s.node.Name}, args...)...)
+	return s.x.Run(ctx, cmd, d.sudo(remote.RunOpts{Timeout: 45 * time.Second}))
+}
+
+// etcdState reads the member list, each member's health and the leader,
+// through the master s (any endpoint of masters that answers).
+func (d *Driver) etcdState(ctx context.Context, s *session, masters []*Node) (*etcdView, error) {
+	var eps []string
+	for _, m := range masters {
+		eps = append(eps, etcdClientURL(m.NodeIP))
+	}
+	if s.node != nil {
+		eps = append([]string{"https://127.0.0.1:2379"}, eps...)
+	}
+	res, err := d.etcdctl(ctx, s, "--endpoints="+strings.Join(eps, ","), "member", "list", "-w", "json")
+	if err != nil {
+		return nil, fmt.Errorf("etcd member list on %s: %w", s.node.Name, err)
+	}
+	var ml struct {
+		Members []etcdMember `json:"members"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(res.Stdout)), &ml); err != nil {
+		return nil, fmt.Errorf("etcd member list on %s: unexpected output %.200q: %v", s.node.Name, res.Stdout, err)
+	}
+	v := &etcdView{Members: ml.Members, Healthy: map[uint64]bool{}, Errors: map[uint64]string{}}
+	byURL := map[string]uint64{}
+	var urls []string
+	for _, m := range v.Members {
+		for _, u := range m.ClientURLs {
+			byURL[u] = m.ID
+			urls = append(urls, u)
+		}
+	}
+	if len(urls) == 0 {
+		return v, nil
+	}
+	// Health: exit status 1 when any endpoint is unhealthy; the JSON is
+	// printed all the same.
+	res, _ = d.etcdctl(ctx, s, "--endpoints="+strings.Join(urls, ","), "endpoint", "health", "-w", "json")
+	var hl []struct {
+		Endpoint string `json:"endpoint"`
+		Health   bool   `json:"health"`
+		Error    string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(firstJSON(res.Stdout)), &hl); err != nil {
+		return nil, fmt.Errorf("etcd endpoint health on %s: unexpected output %.200q (%s)", s.node.Name, res.Stdout, lastLine(res.Stderr))
+	}
+	for _, e := range hl {
+		id, ok := byURL[e.Endpoint]
+		if !ok {
+			continue
+		}
+		if e.Health {
+			v.Healthy[id] = true
+		} else {
+			v.Errors[id] = e.Error
+		}
+	}
+	res, _ = d.etcdctl(ctx, s, "--endpoints="+strings.Join(urls, ","), "endpoint", "status", "-w", "json")
+	var sl []struct {
+		Status struct {
+			Leader uint64 `json:"leader"`
+		} `json:"Status"`
+	}
+	if json.Unmarshal([]byte(firstJSON(res.Stdout)), &sl) == nil {
+		for _, st := range sl {
+			if st.Status.Leader != 0 {
+				v.Leader = st.Status.Leader
+				break
+			}
+		}
+	}
+	return v, nil
+}
+
+func firstJSON(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "[") || strings.HasPrefix(l, "{") {
+			return l
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// waitEtcdWhole waits until etcd has exactly the masters as members, each
+// started and healthy.
+func (d *Driver) waitEtcdWhole(ctx context.Context, s *session, masters []*Node, within time.Duration) (*etcdView, error) {
+	deadline := time.Now().Add(within)
+	for {
+		v, err := d.etcdState(ctx, s, masters)
+		var problem string
+		switch {
+		case err != nil:
+			problem = err.Error()
+		default:
+			problem = etcdWholeProblem(v, masters)
+		}
+		if problem == "" {
+			return v, nil
+		}
+		if time.Now().After(deadline) {
+			return v, fmt.Errorf("etcd is not whole after %v: %s", within, problem)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// etcdWholeProblem says what keeps the member list from matching the
+// masters, all healthy ("" when it does).
+func etcdWholeProblem(v *etcdView, masters []*Node) string {
+	var problems []string
+	seen := map[uint64]bool{}
+	for _, m := range masters {
+		mem, ok := v.member(m)
+		switch {
+		case !ok:
+			problems = append(problems, m.Name+" is not a member")
+		case mem.Name == "":
+			problems = append(problems, m.Name+" has not started its member")
+		case !v.Healthy[mem.ID]:
+			problems = append(problems, m.Name+" is unhealthy ("+v.Errors[mem.ID]+")")
+		}
+		if ok {
+			seen[mem.ID] = true
+		}
+	}
+	for _, mem := range v.Members {
+		if !seen[mem.ID] {
+			problems = append(problems, "member "+mem.label()+" is no master of this VNF")
+		}
+	}
+	return strings.Join(problems, "; ")
+}
+
+// QuorumCheck decides whether removing the members of victims keeps etcd
+// serving: the healthy members left must be a quorum of the members left,
+// and still of one more (the replacement, added before it starts).
+func quorumCheck(v *etcdView, victims []*Node) (ok bool, remaining, healthyLeft int) {
+	isVictim := func(m etcdMember) bool {
+		for _, n := range victims {
+			if mem, ok := v.member(n); ok && mem.ID == m.ID {
+				return true
+			}
+		}
+		return false
+	}
+	removed := 0
+	for _, m := range v.Members {
+		if isVictim(m) {
+			removed++
+		}
+	}
+	remaining = len(v.Members) - removed
+	healthyLeft = v.healthyCount(isVictim)
+	return remaining > 0 && healthyLeft >= quorum(remaining) && healthyLeft >= quorum(remaining+1), remaining, healthyLeft
+}
+
+// removeEtcdMember moves leadership off the member if it leads and is
+// healthy, then removes it (by its id, found by name or peer URL) through
+// the healthy master s.
+func (d *Driver) removeEtcdMember(ctx context.Context, s *session, v *etcdView, victim *Node, masters []*Node, note func(string)) error {
+	mem, ok := v.member(victim)
+	if !ok {
+		note("no etcd member for " + victim.Name + " (already removed)")
+		return nil
+	}
+	var eps []string
+	for _, m := range v.Members {
+		if m.ID != mem.ID && v.Healthy[m.ID] {
+			eps = append(eps, m.ClientURLs...)
+		}
+	}
+	if len(eps) == 0 {
+		return fmt.Errorf("no healthy etcd member left to remove %s through", mem.label())
+	}
+	if v.Leader == mem.ID && v.Healthy[mem.ID] && len(mem.ClientURLs) > 0 {
+		var to etcdMember
+		for _, m := range v.Members {
+			if m.ID != mem.ID && v.Healthy[m.ID] && m.Name != "" {
+				to = m
+				break
+			}
+		}
+		if to.ID != 0 {
+			note(fmt.Sprintf("moving etcd leadership from %s to %s", mem.label(), to.label()))
+			if _, err := d.etcdctl(ctx, s, "--endpoints="+strings.Join(mem.ClientURLs, ","), "move-leader", fmt.Sprintf("%x", to.ID)); err != nil {
+				return fmt.Errorf("moving etcd leadership off %s: %w", victim.Name, err)
+			}
+		}
+	}
+	note(fmt.Sprintf("removing etcd member %s (peer %s)", mem.label(), strings.Join(mem.PeerURLs, ",")))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := d.etcdctl(ctx, s, "--endpoints="+strings.Join(eps, ","), "member", "remove", fmt.Sprintf("%x", mem.ID))
+		if err == nil || strings.Contains(res.Stderr, "member not found") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("removing etcd member %s of %s: %w", mem.label(), victim.Name, err)
+		}
+		if err := sleep(ctx, 2*time.Second); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,387 @@
+package kubeadm
+
+import (
+	"crypto/rand"
+	"fmt"
+	"hash/fnv"
+	"math/big"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Defaults of the HA control plane.
+const (
+	// DefaultLBPort is HAProxy's API frontend on every master (Tacker's
+	// 16443): the VIP's port. The API servers keep APIPort.
+	DefaultLBPort = 16443
+	// DefaultAdvertInt is keepalived's VRRP advertisement interval (s).
+	DefaultAdvertInt = 1
+
+	haproxyCfgPath   = "/etc/haproxy/haproxy.cfg"
+	keepalivedPath   = "/etc/keepalived/keepalived.conf"
+	lbCheckPath      = "/etc/keepalived/check_k8s_api_lb.sh"
+	haproxyBackend   = "k8s-api"
+	haproxyAdminSock = "/run/haproxy/admin.sock"
+	managedMarker    = "# Managed by mini-VNFM (kubeadm driver)"
+)
+
+// HAParams are k8s_cluster_installation_param.ha: the load balancer and VRRP
+// settings of an HA control plane.
+type HAParams struct {
+	// LBPort is HAProxy's frontend port on the VIP (ha.lb_port, default
+	// 16443; not 6443, which the API servers use on the same hosts).
+	LBPort int
+	// VirtualRouterID is keepalived's virtual_router_id (ha.virtual_router_id,
+	// 1..255); 0: derived from the VNF instance id (VRID).
+	VirtualRouterID int
+	// Interface is the VRRP interface (ha.vrrp_interface); empty: the
+	// interface holding the node address, found on each master.
+	Interface string
+	// Unicast sends VRRP adverts to the other masters instead of the VRRP
+	// multicast group (ha.vrrp_unicast), for networks without multicast.
+	Unicast bool
+	// AdvertInt is the advertisement interval in seconds (ha.vrrp_advert_int,
+	// 1..10, default 1). Failover takes about 2-3 intervals.
+	AdvertInt int
+}
+
+var haKeys = []string{"lb_port", "virtual_router_id", "vrrp_interface", "vrrp_unicast", "vrrp_advert_int"}
+
+var ifaceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$`)
+
+func haParams(c *checker, key string, raw any) HAParams {
+	h := HAParams{LBPort: DefaultLBPort, AdvertInt: DefaultAdvertInt}
+	if raw == nil {
+		return h
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		c.addf(key, "must be an object, not %s", jsonType(raw))
+		return h
+	}
+	unknownKeys(c, key, m, haKeys, nil, "")
+	if v, ok := m["lb_port"]; ok && v != nil {
+		if n, ok := integer(c, key+".lb_port", v); ok {
+			switch {
+			case n < 1 || n > 65535:
+				c.addf(key+".lb_port", "%d is not a TCP port", n)
+			case n == APIPort || n == 2379 || n == 2380 || n == 10250 || n == 10257 || n == 10259:
+				c.addf(key+".lb_port", "%d is used by Kubernetes on the masters (API server 6443, etcd 2379/2380, kubelet 10250, controller-manager 10257, scheduler 10259); HAProxy runs beside them: pick another port such as 16443", n)
+			default:
+				h.LBPort = n
+			}
+		}
+	}
+	if v, ok := m["virtual_router_id"]; ok && v != nil {
+		if n, ok := integer(c, key+".virtual_router_id", v); ok {
+			if n < 1 || n > 255 {
+				c.addf(key+".virtual_router_id", "%d is out of VRRP's range 1..255", n)
+			} else {
+				h.VirtualRouterID = n
+			}
+		}
+	}
+	h.Interface = str(c, key+".vrrp_interface", m["vrrp_interface"])
+	if h.Interface != "" && !ifaceRE.MatchString(h.Interface) {
+		c.addf(key+".vrrp_interface", "%q is not a network interface name", h.Interface)
+	}
+	if v, ok := m["vrrp_unicast"]; ok && v != nil {
+		switch t := v.(type) {
+		case bool:
+			h.Unicast = t
+		case string:
+			b, err := strconv.ParseBool(strings.TrimSpace(t))
+			if err != nil {
+				c.addf(key+".vrrp_unicast", "%q is not a boolean", t)
+			}
+			h.Unicast = b
+		default:
+			c.addf(key+".vrrp_unicast", "must be a boolean, not %s", jsonType(v))
+		}
+	}
+	if v, ok := m["vrrp_advert_int"]; ok && v != nil {
+		if n, ok := integer(c, key+".vrrp_advert_int", v); ok {
+			if n < 1 || n > 10 {
+				c.addf(key+".vrrp_advert_int", "%d is out of range 1..10 (seconds)", n)
+			} else {
+				h.AdvertInt = n
+			}
+		}
+	}
+	return h
+}
+
+// DeriveVRID is the virtual_router_id of a cluster that does not set one:
+// 1..255 from an FNV-1a hash of the VNF instance id, so that clusters sharing
+// a network get different ids unless they collide by chance (1 in 255 for a
+// pair; then set ha.virtual_router_id on one of them).
+func DeriveVRID(instanceID string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte("mini-vnfm/vrrp/" + instanceID))
+	return int(h.Sum32()%255) + 1
+}
+
+// vrid is the cluster's virtual_router_id.
+func (p *Params) vrid(instanceID string) int {
+	if p.HA.VirtualRouterID != 0 {
+		return p.HA.VirtualRouterID
+	}
+	return DeriveVRID(instanceID)
+}
+
+// newVRRPSecret makes keepalived's auth_pass (PASS authentication takes at
+// most 8 characters).
+func newVRRPSecret() (string, error) {
+	const alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789"
+	b := make([]byte, 8)
+	for i := range b {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			return "", err
+		}
+		b[i] = alphabet[n.Int64()]
+	}
+	return string(b), nil
+}
+
+var authPassRE = regexp.MustCompile(`(?m)^\s*auth_pass\s+([A-Za-z0-9]{1,8})\s*$`)
+
+// vrrpSecretOf reads the auth_pass of a keepalived.conf the driver wrote.
+func vrrpSecretOf(conf string) string {
+	if !strings.Contains(conf, managedMarker) {
+		return ""
+	}
+	if m := authPassRE.FindStringSubmatch(conf); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// lbMember is one API server behind HAProxy.
+type lbMember struct {
+	Name string
+	IP   string
+}
+
+// haproxyConfig renders /etc/haproxy/haproxy.cfg: a TCP frontend on the LB
+// port passing TLS through to every API server, with HTTPS health checks of
+// /healthz. No HTTP statistics page; the admin socket is root's only.
+func haproxyConfig(clusterID string, port int, members []lbMember) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `%s: Kubernetes API load balancer of VNF instance %s.
+# Rewritten and reloaded on every control-plane membership change; local edits are lost.
+global
+	log /dev/log local0
+	chroot /var/lib/haproxy
+	stats socket %s mode 600 level admin
+	stats timeout 30s
+	user haproxy
+	group haproxy
+	daemon
+
+defaults
+	log global
+	mode tcp
+	option tcplog
+	option dontlognull
+	timeout connect 5s
+	timeout client 1h
+	timeout server 1h
+	timeout check 3s
+
+frontend %s
+	bind *:%d
+	default_backend %s
+
+backend %s
+	balance roundrobin
+	option httpchk
+	http-check connect ssl
+	http-check send meth GET uri /healthz
+	http-check expect status 200
+	default-server inter 1s fall 2 rise 2 on-marked-down shutdown-sessions
+`, managedMarker, clusterID, haproxyAdminSock, haproxyBackend, port, haproxyBackend, haproxyBackend)
+	sorted := slices.Clone(members)
+	slices.SortFunc(sorted, func(a, b lbMember) int { return strings.Compare(a.Name, b.Name) })
+	for _, m := range sorted {
+		fmt.Fprintf(&b, "\tserver %s %s:%d check verify none\n", m.Name, m.IP, APIPort)
+	}
+	return b.String()
+}
+
+// vrrpNode is one master's VRRP settings.
+type vrrpNode struct {
+	Name      string
+	IP        string
+	Interface string
+	Priority  int
+	Master    bool // state MASTER (the first master), else BACKUP
+}
+
+// vrrpConfig is the cluster-wide VRRP instance.
+type vrrpConfig struct {
+	ClusterID string
+	VRID      int
+	VIP       netip.Prefix // the VIP with the subnet's prefix length
+	Secret    string
+	AdvertInt int
+	LBPort    int
+	Peers     []string // unicast peers (all masters' addresses); nil: multicast
+}
+
+// priorityOf gives masters falling priorities in master order: 100+n for
+// the first of n down to 101 for the last (all below 255, so each starts in
+// BACKUP and the highest live priority wins the election).
+func priorityOf(index, n int) int { return 100 + n - index }
+
+// keepalivedConfig renders /etc/keepalived/keepalived.conf of one master.
+// The track script fails when HAProxy's frontend does not answer locally:
+// without a weight the instance then goes to FAULT and gives the VIP up at
+// once (about 2 s) instead of waiting for its lowered priority to lose.
+func keepalivedConfig(v vrrpConfig, n vrrpNode) string {
+	state := "BACKUP"
+	if n.Master {
+		state = "MASTER"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `%s: Kubernetes API virtual IP of VNF instance %s.
+# Rewritten on every control-plane membership change; local edits are lost.
+global_defs {
+	router_id %s
+	enable_script_security
+	script_user root
+	vrrp_garp_master_delay 1
+	vrrp_garp_master_refresh 60
+}
+
+vrrp_script chk_k8s_api_lb {
+	script "%s"
+	interval 1
+	timeout 2
+	fall 2
+	rise 2
+}
+
+vrrp_instance K8S_API_%d {
+	state %s
+	interface %s
+	virtual_router_id %d
+	priority %d
+	advert_int %d
+	authentication {
+		auth_type PASS
+		auth_pass %s
+	}
+`, managedMarker, v.ClusterID, n.Name, lbCheckPath, v.VRID, state, n.Interface, v.VRID, n.Priority, v.AdvertInt, v.Secret)
+	if len(v.Peers) > 0 {
+		fmt.Fprintf(&b, "\tunicast_src_ip %s\n\tunicast_peer {\n", n.IP)
+		for _, p := range v.Peers {
+			if p != n.IP {
+				fmt.Fprintf(&b, "\t\t%s\n", p)
+			}
+		}
+		b.WriteString("\t}\n")
+	}
+	fmt.Fprintf(&b, `	virtual_ipaddress {
+		%s dev %s
+	}
+	track_script {
+		chk_k8s_api_lb
+	}
+}
+`, v.VIP, n.Interface)
+	return b.String()
+}
+
+// lbCheckScript is keepalived's track script: HAProxy's frontend accepts a
+// connection on the loopback. (A process check such as `killall -0 haproxy`
+// would not notice a HAProxy that stopped listening.)
+func lbCheckScript(port int) string {
+	return fmt.Sprintf(`#!/bin/bash
+%s: keepalived track script.
+# Exit 0 when HAProxy's Kubernetes API frontend accepts connections locally.
+exec timeout 2 bash -c '</dev/tcp/127.0.0.1/%d' 2>/dev/null
+`, managedMarker, port)
+}
+
+// ifaceAddr is an IPv4 address of an interface (`ip -o -4 addr show`).
+type ifaceAddr struct {
+	Iface     string
+	Prefix    netip.Prefix // address/len
+	Secondary bool
+}
+
+// parseIPAddr reads `ip -o -4 addr show` lines:
+// "2: eth0    inet 10.0.0.5/24 brd 10.0.0.255 scope global eth0\   valid_lft ...".
+func parseIPAddr(out string) []ifaceAddr {
+	var res []ifaceAddr
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 || f[2] != "inet" {
+			continue
+		}
+		pfx, err := netip.ParsePrefix(f[3])
+		if err != nil {
+			continue
+		}
+		name, _, _ := strings.Cut(f[1], "@")
+		res = append(res, ifaceAddr{Iface: name, Prefix: pfx, Secondary: slices.Contains(f, "secondary")})
+	}
+	return res
+}
+
+// vrrpPlacement finds, from a master's addresses, the interface holding its
+// node address (or the one configured) and the VIP with the subnet's prefix
+// length; the VIP must lie in that subnet (VRRP moves it within one L2
+// segment).
+func vrrpPlacement(addrs []ifaceAddr, nodeIP, vip, iface string) (string, netip.Prefix, error) {
+	ip, err := netip.ParseAddr(nodeIP)
+	if err != nil {
+		return "", netip.Prefix{}, fmt.Errorf("node address %q: %v", nodeIP, err)
+	}
+	v, err := netip.ParseAddr(vip)
+	if err != nil {
+		return "", netip.Prefix{}, fmt.Errorf("VIP %q: %v", vip, err)
+	}
+	for _, a := range addrs {
+		if a.Prefix.Addr() != ip {
+			continue
+		}
+		name := a.Iface
+		if iface != "" && iface != name {
+			return "", netip.Prefix{}, fmt.Errorf("%s.ha.vrrp_interface is %s, but the node address %s is on %s", ParamKey, iface, nodeIP, name)
+		}
+		if !a.Prefix.Masked().Contains(v) {
+			return "", netip.Prefix{}, fmt.Errorf("the VIP %s is not in the masters' subnet %s (node address %s on %s): the VIP port (cluster_cp_name) must be on the masters' network", vip, a.Prefix.Masked(), nodeIP, name)
+		}
+		if a.Prefix.Bits() >= 31 {
+			return "", netip.Prefix{}, fmt.Errorf("the node address %s is a /%d: no room for a VIP on %s", a.Prefix, a.Prefix.Bits(), name)
+		}
+		return name, netip.PrefixFrom(v, a.Prefix.Bits()), nil
+	}
+	return "", netip.Prefix{}, fmt.Errorf("no interface holds the node address %s (ip -4 addr shows %s)", nodeIP, describeAddrs(addrs))
+}
+
+func describeAddrs(addrs []ifaceAddr) string {
+	var out []string
+	for _, a := range addrs {
+		out = append(out, a.Iface+" "+a.Prefix.String())
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// holdsVIP reports whether the addresses include the VIP.
+func holdsVIP(addrs []ifaceAddr, vip string) bool {
+	for _, a := range addrs {
+		if a.Prefix.Addr().String() == vip {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,449 @@
+package kubeadm
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/remote"
+)
+
+var certKeyRE = regexp.MustCompile(`(?m)^([0-9a-f]{64})\s*$`)
+
+// Waits of the HA flows.
+const (
+	vipWait        = 30 * time.Second // the VIP to settle on a master
+	etcdHealthWait = 2 * time.Minute  // etcd healthy before and after a control-plane join
+	deadMasterWait = 20 * time.Second // connecting to a master that may be down
+)
+
+// connectControl connects to the nodes of plans (all must answer) and to a
+// control-plane node to run kubectl and kubeadm on: the master of a single
+// master cluster; for an HA control plane every master it can reach (dead
+// ones are skipped), the first of them in master order.
+func (h *hook) connectControl(ctx context.Context, plans []dialPlan) (*sessions, *session, error) {
+	t := h.topo
+	inPlans := map[string]bool{}
+	for _, p := range plans {
+		inPlans[p.node.VnfcID] = true
+	}
+	if !t.HA() {
+		if !inPlans[t.Masters[0].VnfcID] {
+			plans = append(plansFor(h.p, t.Masters[:1], false), plans...)
+		}
+		ss, err := h.d.connect(ctx, h.log, plans)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ss, ss.get(t.Masters[0]), nil
+	}
+	var rest []*Node
+	for _, m := range t.Masters {
+		if !inPlans[m.VnfcID] {
+			rest = append(rest, m)
+		}
+	}
+	ss := &sessions{m: map[string]*session{}}
+	if len(plans) > 0 {
+		var err error
+		if ss, err = h.d.connect(ctx, h.log, plans); err != nil {
+			return nil, nil, err
+		}
+	}
+	more, failed, err := h.d.connectSome(ctx, h, plansFor(h.p, rest, false), deadMasterWait)
+	if err != nil {
+		ss.Close()
+		return nil, nil, err
+	}
+	ss.merge(more)
+	for id, e := range failed {
+		h.log.Warn("master unreachable; carrying on with the others", "vnfc", id, "err", e)
+	}
+	for _, m := range t.Masters {
+		if s := ss.get(m); s != nil {
+			if _, err := s.run(ctx, kubectl("get", "--raw", "/healthz"), h.d.sudo(remote.RunOpts{Timeout: 20 * time.Second})); err == nil {
+				return ss, s, nil
+			}
+		}
+	}
+	ss.Close()
+	return nil, nil, fmt.Errorf("no master of the HA control plane answers (reachable: %v); the cluster has lost its control plane", orNone(sortedNames(reachable(ss, t.Masters))))
+}
+
+func reachable(ss *sessions, ns []*Node) []*Node {
+	var out []*Node
+	for _, n := range ns {
+		if ss.get(n) != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (s *sessions) merge(o *sessions) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, v := range o.m {
+		s.m[k] = v
+	}
+	o.m = map[string]*session{}
+}
+
+func masterIPs(ms []*Node) string {
+	var ips []string
+	for _, m := range ms {
+		ips = append(ips, m.NodeIP)
+	}
+	return strings.Join(ips, ",")
+}
+
+// setupHA configures HAProxy and keepalived on every master and waits for
+// the VIP (on the first master, the highest priority, when it is up).
+func (h *hook) setupHA(ctx context.Context, ss *sessions) error {
+	t := h.topo
+	h.note(ctx, "HA control plane: HAProxy on :%d and keepalived (virtual_router_id %d, VIP %s) on %d masters", h.p.HA.LBPort, h.p.vrid(h.op.Instance.ID), t.VIP, len(t.Masters))
+	if _, err := h.configureLB(ctx, ss, t.Masters, t.Masters, t.Masters, true); err != nil {
+		return err
+	}
+	holder, err := h.waitVIP(ctx, ss, t.Masters, t.Masters[:1], vipWait)
+	if err != nil {
+		return err
+	}
+	h.note(ctx, "the VIP %s is held by %s", t.VIP, holder.Name)
+	return nil
+}
+
+// uploadCerts uploads the control-plane certificates encrypted with a fresh
+// certificate key (kubeadm keeps them 2 h) and returns the key.
+func (h *hook) uploadCerts(ctx context.Context, ms *session) (string, error) {
+	res, err := ms.x.Run(ctx, remote.Command("kubeadm", "init", "phase", "upload-certs", "--upload-certs", "--kubeconfig", adminConf), h.d.sudo(remote.RunOpts{}))
+	if err != nil {
+		return "", fmt.Errorf("kubeadm init phase upload-certs on %s: %w", ms.node.Name, err)
+	}
+	all := certKeyRE.FindAllStringSubmatch(res.Stdout, -1)
+	if len(all) == 0 {
+		return "", fmt.Errorf("kubeadm init phase upload-certs on %s printed no certificate key", ms.node.Name)
+	}
+	return all[len(all)-1][1], nil
+}
+
+// waitEtcdReady waits until every etcd member but the node's own (a stale
+// one is removed later) is healthy; with force, until a quorum is.
+func (h *hook) waitEtcdReady(ctx context.Context, ms *session, n *Node, force bool) (*etcdView, error) {
+	deadline := time.Now().Add(etcdHealthWait)
+	for {
+		v, err := h.d.etcdState(ctx, ms, h.topo.Masters)
+		if err == nil {
+			own, _ := v.member(n)
+			others, healthy := 0, 0
+			for _, m := range v.Members {
+				if m.ID == own.ID && own.ID != 0 {
+					continue
+				}
+				others++
+				if v.Healthy[m.ID] {
+					healthy++
+				}
+			}
+			if healthy == others || (force && healthy >= quorum(others+1)) {
+				return v, nil
+			}
+			err = fmt.Errorf("etcd members not healthy: %s", strings.Join(v.unhealthy(), ", "))
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("before joining %s as a control-plane node: %w (waited %v; a control-plane join adds an etcd member and must not start while the cluster is short of healthy members)", n.Name, err, etcdHealthWait)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// joinControlPlane joins one master as a control-plane node: after etcd is
+// healthy, with a certificate key uploaded just before and a bootstrap token
+// of its own, both gone afterwards; done when its Node is Ready and its etcd
+// member started and healthy.
+func (h *hook) joinControlPlane(ctx context.Context, ss *sessions, ms *session, n *Node, script []byte, caHash string, force bool) (any, error) {
+	s := ss.get(n)
+	note := h.nodeNote(ctx, n)
+	present, err := h.d.clusterNodes(ctx, ms)
+	if err != nil {
+		return nil, err
+	}
+	v, err := h.waitEtcdReady(ctx, ms, n, force)
+	if err != nil {
+		return nil, err
+	}
+	mem, isMember := v.member(n)
+	if st, ok := present[n.Name]; ok && st.Ready && isMember && mem.Name != "" && v.Healthy[mem.ID] {
+		return map[string]any{"status": "already-joined"}, nil
+	}
+	if isMember {
+		// Left by a join that died half-way, or by the VM this one replaces.
+		if err := h.d.removeEtcdMember(ctx, ms, v, n, h.topo.Masters, note); err != nil {
+			return nil, err
+		}
+	}
+	half, err := s.run(ctx, "test -e "+kubeletConf+" -o -e /etc/kubernetes/manifests/etcd.yaml && echo half-joined || true", h.d.sudo(remote.RunOpts{}))
+	if err != nil {
+		return nil, err
+	}
+	reset := strings.TrimSpace(half) == "half-joined"
+	if reset {
+		note("resetting a half-joined control-plane node")
+		if _, err := s.run(ctx, "kubeadm reset -f", h.d.sudo(remote.RunOpts{})); err != nil {
+			return nil, fmt.Errorf("kubeadm reset on %s: %w", n.Name, err)
+		}
+	}
+	if err := h.d.uploadScript(ctx, s, script); err != nil {
+		return nil, err
+	}
+	note("uploading the control-plane certificates with a fresh certificate key")
+	key, err := h.uploadCerts(ctx, ms)
+	if err != nil {
+		return nil, err
+	}
+	ss.addSecrets(key)
+	defer func() {
+		// The certificates stay encrypted in the cluster for 2 h: not
+		// needed any more, they go now.
+		if _, err := ms.run(context.WithoutCancel(ctx), kubectl("-n", "kube-system", "delete", "secret", "kubeadm-certs", "--ignore-not-found"), h.d.sudo(remote.RunOpts{})); err != nil {
+			h.log.Warn("could not delete the uploaded certificates (they expire in 2 h)", "err", err)
+		}
+	}()
+	tok, err := h.d.mintToken(ctx, ms, h.p.JoinTokenTTL, "mini-VNFM control-plane join of "+n.Name+" (op "+h.op.ID+")")
+	if err != nil {
+		return nil, err
+	}
+	ss.addSecrets(tok)
+	defer h.d.deleteToken(context.WithoutCancel(ctx), ms, tok)
+	args := []string{"-m", masterIPs(h.topo.Masters), "-i", h.topo.EndpointIP, "-t", tok, "-s", caHash, "-k", key,
+		"--api-port", strconv.Itoa(h.topo.EndpointPort), "--control-plane-join", "--node-name", n.Name, "--node-ip", n.NodeIP}
+	r, err := h.d.runScript(ctx, s, args, scriptEnv(h.p, h.topo), append(proxySecrets(h.p), tok, key), note)
+	if err != nil {
+		return nil, err
+	}
+	note("waiting for the node to be Ready and its etcd member healthy")
+	if err := h.waitNodeReady(ctx, ms, n.Name); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(etcdHealthWait)
+	for {
+		v, err := h.d.etcdState(ctx, ms, h.topo.Masters)
+		if err == nil {
+			if mem, ok := v.member(n); ok && mem.Name != "" && v.Healthy[mem.ID] {
+				note(fmt.Sprintf("etcd member %s started and healthy (%d members)", mem.label(), len(v.Members)))
+				break
+			}
+			err = fmt.Errorf("member of %s not started and healthy yet", n.Name)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("after joining %s: %w", n.Name, err)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]any{"status": r["status"], "role": r["role"], "reset": reset}, nil
+}
+
+// waitNodeReady waits until the node is registered and Ready.
+func (h *hook) waitNodeReady(ctx context.Context, m *session, name string) error {
+	deadline := time.Now().Add(h.d.o.NodeWait)
+	for {
+		nodes, err := h.d.clusterNodes(ctx, m)
+		if err == nil && nodes[name].Ready {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("node %s is not Ready", name)
+			}
+			return fmt.Errorf("%w within %v", err, h.d.o.NodeWait)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}
+
+// joinMasters joins the masters one at a time, each only after the one
+// before is Ready and etcd healthy; the first failure stops the others.
+func (h *hook) joinMasters(ctx context.Context, ss *sessions, ms *session, masters []*Node, script []byte, caHash string, force bool) error {
+	for _, n := range masters {
+		if err := h.perNode(ctx, []*Node{n}, 1, "kubeadm join --control-plane", func(ctx context.Context, n *Node) (any, error) {
+			return h.joinControlPlane(ctx, ss, ms, n, script, caHash, force)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forceRequested reads additionalParams.force of a heal request.
+func forceRequested(additional map[string]any) bool {
+	switch v := additional["force"].(type) {
+	case bool:
+		return v
+	case string:
+		b, _ := strconv.ParseBool(strings.TrimSpace(v))
+		return b
+	}
+	return false
+}
+
+// healMastersStart is heal_start for masters of an HA control plane: the
+// quorum check first (nothing is changed when it fails), the VIP onto a
+// surviving master, the victims' etcd members removed (leadership moved off
+// first), their Nodes deleted and their API servers taken out of HAProxy on
+// the surviving masters.
+func (h *hook) healMastersStart(ctx context.Context, victims, workers []*Node) error {
+	t := h.topo
+	force := forceRequested(h.op.AdditionalParams)
+	survivors := t.Without(vnfcIDs(victims)...).Masters
+	ss, failed, err := h.d.connectSome(ctx, h, plansFor(h.p, t.Masters, false), deadMasterWait)
+	if err != nil {
+		return err
+	}
+	defer ss.Close()
+	live := reachable(ss, survivors)
+	if len(live) == 0 {
+		return fmt.Errorf("refusing to heal %s: no other master is reachable (%s); with every master gone the cluster cannot be healed master by master: heal the entire VNF", strings.Join(sortedNames(victims), ", "), describeFailures(failed))
+	}
+	var ctl *session
+	var v *etcdView
+	var lastErr error
+	for _, m := range live {
+		if v, lastErr = h.d.etcdState(ctx, ss.get(m), t.Masters); lastErr == nil {
+			ctl = ss.get(m)
+			break
+		}
+	}
+	if ctl == nil {
+		return fmt.Errorf("refusing to heal %s: etcd cannot be read on any surviving master: %v", strings.Join(sortedNames(victims), ", "), lastErr)
+	}
+	ok, remaining, healthy := quorumCheck(v, victims)
+	h.note(ctx, "etcd: %d members, %d healthy (leader %x); after removing %s: %d members, %d healthy, quorum %d",
+		len(v.Members), v.healthyCount(nil), v.Leader, strings.Join(sortedNames(victims), ", "), remaining, healthy, quorum(remaining))
+	if !ok {
+		msg := fmt.Sprintf("healing %s would lose etcd quorum: %d healthy member(s) would be left of %d (quorum %d, and %d while the replacement joins); unhealthy members: %s. "+
+			"Bring the failed masters back first (or restore etcd from a snapshot)",
+			strings.Join(sortedNames(victims), ", "), healthy, remaining, quorum(remaining), quorum(remaining+1), orNoneStr(v.unhealthy()))
+		if !force {
+			return fmt.Errorf("refusing the heal: %s; additionalParams.force: true heals anyway (the Kubernetes API stops until etcd regains quorum)", msg)
+		}
+		h.note(ctx, "force: %s", msg)
+	}
+	// The VIP must be on a surviving master before anything goes
+	// (cluster-api#4365: remediating the VIP holder dropped the API).
+	for _, holder := range h.vipHolders(ctx, ss, t.Masters) {
+		if indexOf(victims, holder) < len(victims) {
+			h.note(ctx, "%s holds the VIP: stopping its keepalived so that a surviving master takes it over", holder.Name)
+			if _, err := ss.get(holder).run(ctx, "systemctl stop keepalived", h.d.sudo(remote.RunOpts{})); err != nil {
+				return fmt.Errorf("stopping keepalived on %s: %w", holder.Name, err)
+			}
+		}
+	}
+	holder, err := h.waitVIP(ctx, ss, reachable(ss, t.Masters), survivors, vipWait)
+	if err != nil {
+		return err
+	}
+	h.note(ctx, "the VIP %s is held by %s", t.VIP, holder.Name)
+	for _, victim := range victims {
+		if v, err = h.d.etcdState(ctx, ctl, t.Masters); err != nil {
+			return err
+		}
+		if err := h.d.removeEtcdMember(ctx, ctl, v, victim, t.Masters, func(msg string) { h.note(ctx, "%s", msg) }); err != nil {
+			return err
+		}
+	}
+	if err := h.removeNodes(ctx, ctl, append(slices.Clone(victims), workers...)); err != nil {
+		return err
+	}
+	h.note(ctx, "taking %s out of HAProxy on %s", strings.Join(sortedNames(victims), ", "), strings.Join(sortedNames(live), ", "))
+	if _, err := h.configureLB(ctx, ss, live, survivors, t.Masters, false); err != nil {
+		return err
+	}
+	return nil
+}
+
+func describeFailures(failed map[string]error) string {
+	var out []string
+	for _, id := range slices.Sorted(mapKeys(failed)) {
+		out = append(out, fmt.Sprintf("%s: %v", id, failed[id]))
+	}
+	return orNoneStr(out)
+}
+
+func orNoneStr(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// healMastersEnd is heal_end for masters of an HA control plane: each
+// replacement joins as a control-plane node (one at a time, fresh
+// certificate key), gets HAProxy and keepalived, and is put back into
+// HAProxy on every master; then the etcd member list must be whole.
+func (h *hook) healMastersEnd(ctx context.Context, victims, workers []*Node, before map[string]serverAddr) error {
+	t := h.topo
+	force := forceRequested(h.op.AdditionalParams)
+	var plans []dialPlan
+	for _, p := range plansFor(h.p, append(slices.Clone(victims), workers...), true) {
+		if b, ok := before[p.node.VnfcID]; ok && b.ServerID == p.node.ServerID && b.Addr == p.node.SSHAddr {
+			p.repin = true
+		}
+		plans = append(plans, p)
+	}
+	ss, ms, err := h.connectControl(ctx, plans)
+	if err != nil {
+		return err
+	}
+	defer ss.Close()
+	all := t.All()
+	targets := append(slices.Clone(victims), workers...)
+	if err := h.d.writeHostsAll(ctx, ss, targets, all); err != nil {
+		return err
+	}
+	script, err := h.script()
+	if err != nil {
+		return err
+	}
+	_, hash, err := h.d.caCert(ctx, ms)
+	if err != nil {
+		return err
+	}
+	for _, n := range victims {
+		if err := h.joinMasters(ctx, ss, ms, []*Node{n}, script, hash, force); err != nil {
+			return err
+		}
+		if _, err := h.configureLB(ctx, ss, []*Node{n}, t.Masters, t.Masters, true); err != nil {
+			return err
+		}
+	}
+	live := reachable(ss, t.Masters)
+	h.note(ctx, "putting %s back into HAProxy on %s", strings.Join(sortedNames(victims), ", "), strings.Join(sortedNames(live), ", "))
+	if _, err := h.configureLB(ctx, ss, live, t.Masters, t.Masters, false); err != nil {
+		return err
+	}
+	v, err := h.d.waitEtcdWhole(ctx, ms, t.Masters, etcdHealthWait)
+	if err != nil {
+		if !force {
+			return err
+		}
+		h.note(ctx, "force: %v", err)
+	} else {
+		h.note(ctx, "etcd is whole again: %d members, all healthy", len(v.Members))
+	}
+	if len(workers) > 0 {
+		return h.joinWorkers(ctx, ss, ms, workers, script, hash)
+	}
+	return nil
+}
