@@ -21,7 +21,7 @@ import (
 
 func main() {
 	endpoint := flag.String("endpoint", envOr("VNFM_ENDPOINT_URL", "http://127.0.0.1:9890"), "the VNFM's base URL")
-	sample := flag.String("package", "kubeadm-ha", "sample package: kubeadm-ha (3 masters) or kubeadm-single")
+	sample := flag.String("package", "kubeadm-single", "sample package: kubeadm-single (1 master) or kubeadm-ha (3 masters)")
 	password := flag.String("node-password", "demo-Passw0rd", "password of the cluster nodes' login")
 	timeout := flag.Duration("timeout", 15*time.Minute, "bound of each operation")
 	simUser := flag.String("cloud-user", "admin", "user of the default VIM (make run's simulator: admin)")
