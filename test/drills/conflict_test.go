@@ -1,7 +1,6 @@
 package drills
 
 import (
-	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -125,5 +124,4 @@ func TestConcurrentLCMRequestsOneAccepted(t *testing.T) {
 	if ops != 3 {
 		t.Fatalf("%d op occurrences in the database, want 3 (setup + one per burst)", ops)
 	}
-	_ = fmt.Sprint()
 }

@@ -249,8 +249,6 @@ func schemaFields(s *openapi3.Schema, prefix []pathElem, seen map[*openapi3.Sche
 // its value, not descending into the free-form paths.
 func baselineFields(v any, prefix []pathElem, freeForm []string) []fieldPath {
 	var out []fieldPath
-	typ := map[bool]string{}
-	_ = typ
 	t := ""
 	switch v.(type) {
 	case map[string]any:
