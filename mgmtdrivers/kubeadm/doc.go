@@ -2,9 +2,9 @@
 // bind it with builtin:kubeadm, or Tacker's mgmt-drivers-kubernetes /
 // kubernetes_mgmt.py). It turns a VNF's VMs into a Kubernetes cluster over
 // SSH, registers the cluster as a Kubernetes VIM, and keeps the cluster in
-// step when workers are scaled or healed. One master for now; the HA
-// variant (several masters behind a keepalived VIP) builds on the same
-// topology, checkpoint and join code.
+// step when workers are scaled or healed. One master, or an HA control
+// plane: 3 or more (odd) masters behind HAProxy and a keepalived VIP, with
+// quorum-safe master heal (see "HA control plane" below and HA.md).
 //
 // # Parameters
 //
@@ -26,11 +26,18 @@
 //	              password | ssh_private_key (+ passphrase)
 //	proxy         http_proxy, https_proxy, no_proxy, k8s_node_cidr
 //
+// cluster_cp_name is a master's own port for one master, or a port of its
+// own (Tacker's vip_CP, the VNFD's VipCp) for an HA control plane.
+//
 // and our own: worker_parallelism (joins and drains at a time, default 10,
 // at most 100), drain_timeout (seconds or a duration, default 300 s),
 // drain_policy ("fail", the default, or "force"), kubernetes_version
 // (passed to the script as K8S_VERSION; default the script's pin),
-// join_token_ttl (default 15 min). Tacker's helm, private registry and NFS
+// join_token_ttl (default 15 min), ha (lb_port: HAProxy's port on the VIP,
+// default 16443; virtual_router_id: 1..255, default derived from the VNF
+// instance id; vrrp_interface: default the interface holding the node
+// address; vrrp_unicast: unicast VRRP to the other masters instead of
+// multicast; vrrp_advert_int: seconds, default 1). Tacker's helm, private registry and NFS
 // storage extras are refused with a clear message. Every problem is
 // reported at once, each naming its key (ParamError); numbers may be given
 // as strings. Scale, heal and terminate requests may override the
@@ -111,9 +118,55 @@
 //
 // terminate_end removes the VIM and the vimConnectionInfo entry.
 //
+// # HA control plane
+//
+// When cluster_cp_name names a port of its own (the VIP), the masters (in
+// VNFC id order, stable across heals) must be an odd number of at least 3,
+// the master VDU's min_number_of_instances too, the VIP must not be a node
+// address, a VipCp must target the masters' nic_cp_name, and the flavour's
+// Heat templates must give the masters' port the VIP in
+// allowed_address_pairs (traced through the nested template's parameter;
+// instantiate_start checks the VNFD and the HOT before the VMs exist when a
+// VNFD binds it). instantiate_end then writes, on every master, HAProxy
+// (TCP frontend *:lb_port, round robin over every API server :6443 with
+// HTTPS /healthz checks; no statistics page, the admin socket root's only)
+// and keepalived (one VRRP instance, virtual_router_id, priority 100+n for
+// the first master down to 101, VIP with the prefix of the subnet the node
+// address is on, that interface, PASS authentication with a generated
+// secret kept only in the masters' keepalived.conf, optional unicast peers,
+// a track script probing HAProxy's frontend: a master whose HAProxy stops
+// goes to FAULT and gives the VIP up in about 2 s). Configurations are
+// checked by the daemons before they replace the live ones, and reloaded.
+// Then kubeadm init --control-plane-endpoint <VIP>:<lb_port>
+// --upload-certs on the first master; the other masters join one at a
+// time, each after etcd reports every member healthy, with a certificate
+// key uploaded just before (kubeadm init phase upload-certs; the
+// kubeadm-certs Secret is deleted after the join) and a bootstrap token of
+// its own, until its Node is Ready and its etcd member started and healthy;
+// then the workers join through the VIP; the VIM is https://<VIP>:<lb_port>.
+// etcd is driven with etcdctl on a master (the host's, else the one in the
+// etcd static pod through kubectl exec).
+//
+// A VNFC heal of masters: ValidateRequest refuses healing more than
+// (n-1)/2 masters at once (422) unless additionalParams.force; heal_start
+// connects to the masters it can reach, reads etcd's members and health and
+// refuses (FAILED_TEMP, nothing changed) when removing the victims' members
+// would leave fewer healthy members than a quorum of those left (or of one
+// more, while the replacement joins), unless force; moves the VIP off a
+// victim that holds it (stops its keepalived) and waits for a survivor to
+// take it; takes the victims out of HAProxy on the survivors (reload); moves
+// etcd leadership off a leading victim; removes the victims' members by id
+// (found by name or peer URL, through a healthy master: works with the
+// victim unreachable); deletes their Nodes. heal_end joins each replacement
+// as a control-plane node (fresh key and token), gives it HAProxy and
+// keepalived, puts it back into HAProxy on every master (reload), and waits
+// until the member list is exactly the masters, all healthy. Scaling the
+// masters is refused (scale_start: an aspect scaling the master VDU).
+// Worker scale and heal use the first master that answers, through the VIP.
+//
 // ValidateRequest (mgmtdrivers.RequestValidator) refuses invalid
-// instantiate parameters and a VNFC heal of the master at the API (422),
-// before an operation exists.
+// instantiate parameters, a VNFC heal of a single master and a heal of more
+// masters than etcd can lose at the API (422), before an operation exists.
 //
 // Rollback (mgmtdrivers.RollbackHandler): of instantiate_end removes the
 // VIM; of a scale-out's scale_end deletes the Node objects of the workers it

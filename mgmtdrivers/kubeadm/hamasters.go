@@ -355,6 +355,12 @@ func (h *hook) healMastersStart(ctx context.Context, victims, workers []*Node) e
 		return err
 	}
 	h.note(ctx, "the VIP %s is held by %s", t.VIP, holder.Name)
+	// Out of HAProxy before their etcd members go: an API server whose
+	// member was removed answers every request with an error.
+	h.note(ctx, "taking %s out of HAProxy on %s", strings.Join(sortedNames(victims), ", "), strings.Join(sortedNames(live), ", "))
+	if _, err := h.configureLB(ctx, ss, live, survivors, t.Masters, false); err != nil {
+		return err
+	}
 	for _, victim := range victims {
 		if v, err = h.d.etcdState(ctx, ctl, t.Masters); err != nil {
 			return err
@@ -363,14 +369,7 @@ func (h *hook) healMastersStart(ctx context.Context, victims, workers []*Node) e
 			return err
 		}
 	}
-	if err := h.removeNodes(ctx, ctl, append(slices.Clone(victims), workers...)); err != nil {
-		return err
-	}
-	h.note(ctx, "taking %s out of HAProxy on %s", strings.Join(sortedNames(victims), ", "), strings.Join(sortedNames(live), ", "))
-	if _, err := h.configureLB(ctx, ss, live, survivors, t.Masters, false); err != nil {
-		return err
-	}
-	return nil
+	return h.removeNodes(ctx, ctl, append(slices.Clone(victims), workers...))
 }
 
 func describeFailures(failed map[string]error) string {

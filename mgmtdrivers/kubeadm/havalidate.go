@@ -1,7 +1,6 @@
 package kubeadm
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"path"
@@ -71,10 +70,6 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 		}
 	}
 }
-
-// errNoHOT: the package has no Heat template to check (another infra
-// driver, or a package without BaseHOT): nothing to say.
-var errNoHOT = errors.New("no Heat template")
 
 // checkVIPAllowed checks, in the flavour's Heat templates, that every port
 // named like the masters' nic_cp_name allows the VIP in its
