@@ -970,8 +970,12 @@ func (d *Driver) Rollback(ctx context.Context, hookName string, op *driverapi.Op
 func (d *Driver) ValidateRequest(_ context.Context, r mgmtdrivers.Request) error {
 	switch req := r.Body.(type) {
 	case *model.InstantiateVnfRequest:
-		_, err := ParseParams(req.AdditionalParams)
-		return err
+		p, err := ParseParams(req.AdditionalParams)
+		if err != nil {
+			return err
+		}
+		// An HA control plane's VNFD must keep an odd number >= 3 of masters.
+		return checkHAPlan(r.Flavour, p, nil)
 	case *model.HealVnfRequest:
 		if len(req.VnfcInstanceID) == 0 || r.Instance == nil || r.Instance.InstantiatedVnfInfo == nil {
 			return nil

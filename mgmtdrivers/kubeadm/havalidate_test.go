@@ -287,6 +287,19 @@ func TestValidateRequestHA(t *testing.T) {
 	if err := heal(map[string]any{"force": true}, "masterNode-m1", "masterNode-m2"); err != nil {
 		t.Errorf("two masters with force: %v", err)
 	}
+	// Instantiate: a VIP with a master VDU that may shrink below 3 is refused.
+	inst := func(minMasters int) error {
+		return d.ValidateRequest(t.Context(), mgmtdrivers.Request{Operation: model.OpInstantiate, Flavour: haFlavour(minMasters),
+			Body: &model.InstantiateVnfRequest{FlavourID: "ha", AdditionalParams: map[string]any{ParamKey: map[string]any{
+				"master_node": map[string]any{"aspect_id": "master_instance", "ssh_cp_name": "masterNode_CP1", "cluster_cp_name": "vip_CP", "username": "u", "password": "p"},
+				"worker_node": map[string]any{"aspect_id": "worker_instance", "ssh_cp_name": "workerNode_CP1", "username": "u", "password": "p"}}}}})
+	}
+	if err := inst(3); err != nil {
+		t.Errorf("instantiate with 3 masters: %v", err)
+	}
+	if err := inst(2); err == nil || !strings.Contains(err.Error(), "min_number_of_instances 2") {
+		t.Errorf("instantiate with 2 masters: %v", err)
+	}
 }
 
 func readSample(p string) (string, error) {
