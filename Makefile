@@ -12,7 +12,7 @@ TESTFLAGS ?=
 SHELL_SCRIPTS := $(wildcard scripts/*.sh) .ci/run mgmtdrivers/kubeadm/gen_script.sh
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test lint bench migrate-up image clean samples demo
+.PHONY: help build run test lint bench migrate-up image clean samples demo fuzz
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -26,8 +26,9 @@ run: build ## install missing run-time packages, then `bin/vnfm serve` (embedded
 	scripts/ensure-deps.sh
 	$(BIN) serve
 
-test: ## run all tests: shell scripts (bats), then Go (real PostgreSQL from /usr/lib/postgresql; TEST_DATABASE_URL for another server)
+test: ## run all tests: shell scripts (bats), every fuzz target briefly, then Go (real PostgreSQL; TEST_DATABASE_URL for another server)
 	bats test/bats
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(or $(FUZZTIME),5s)
 	$(GO) test -count=1 -timeout 20m $(RACE) $(TESTFLAGS) ./...
 
 lint: ## gofmt, go vet, shellcheck

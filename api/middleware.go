@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -177,6 +178,10 @@ func (a *API) readJSON(next http.Handler) http.Handler {
 					a.writeProblem(w, r, problemf(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not supported; send application/json (application/merge-patch+json for PATCH)", ct)))
 					return
 				}
+			}
+			if !utf8.Valid(body) {
+				a.writeProblem(w, r, problemf(http.StatusBadRequest, "request body is not valid UTF-8; JSON must be UTF-8 encoded (RFC 8259 §8.1)"))
+				return
 			}
 			if err := checkJSON(body); err != nil {
 				a.writeProblem(w, r, problemf(http.StatusBadRequest, err.Error()))

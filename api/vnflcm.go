@@ -97,8 +97,10 @@ func (a *API) modifyInstance(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	var ifVersion int64
 	if im := strings.TrimSpace(r.Header.Get("If-Match")); im != "" && im != "*" {
-		v, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(im, "W/"), `"`), 10, 64)
-		if err != nil || v <= 0 {
+		// If-Match compares strongly (RFC 9110 §13.1.1): a weak tag never matches.
+		v, err := strconv.ParseInt(strings.Trim(im, `"`), 10, 64)
+		quoted := len(im) >= 2 && strings.HasPrefix(im, `"`) && strings.HasSuffix(im, `"`)
+		if err != nil || v <= 0 || !quoted {
 			a.writeProblem(w, r, problemf(http.StatusPreconditionFailed, fmt.Sprintf("If-Match %s does not match the VNF instance; GET it and use its ETag", im)))
 			return
 		}

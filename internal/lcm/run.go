@@ -133,7 +133,7 @@ func (r *run) execute(ctx context.Context) {
 		return
 	}
 	op, err := st.FinishOp(ctx, r.op.ID, r.owner, store.Finish{State: model.StateCompleted,
-		ResourceChanges: dop.ResourceChanges, ChangedInfo: dop.ChangedInfo,
+		ResourceChanges: dop.ResourceChanges, ChangedInfo: r.e.svc.sealMap(dop.ChangedInfo),
 		ChangedExtConnectivity: dop.ChangedExtConnectivity, Instance: sealed})
 	if err != nil {
 		r.log.Error("cannot complete operation", "err", err)

@@ -137,6 +137,16 @@ func (r *vimRequest) obj(k string) (map[string]any, error) {
 	if !isObj {
 		return nil, errorf(KindInvalid, "vim.%s must be a JSON object", k)
 	}
+	if k == "auth_cred" || k == "vim_project" {
+		// Credentials and project names are strings (Tacker's VIM files too: cert_verify 'True'/'False').
+		for ck, cv := range m {
+			switch cv.(type) {
+			case string, bool, nil:
+			default:
+				return nil, errorf(KindInvalid, "vim.%s.%s must be a string", k, ck)
+			}
+		}
+	}
 	return m, nil
 }
 
@@ -387,6 +397,9 @@ func (s *Service) createVim(ctx context.Context, v *store.Vim, cred, extra map[s
 
 // GetVim reads a VIM (credentials sealed).
 func (s *Service) GetVim(ctx context.Context, id string) (*store.Vim, error) {
+	if !validID(id) {
+		return nil, notFoundVim(id)
+	}
 	v, err := s.st.GetVim(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFoundVim(id)
@@ -556,6 +569,9 @@ func (s *Service) openExtra(extra map[string]any) (map[string]any, error) {
 // DeleteVim deletes a VIM; 409 while a VNF instance or an unfinished
 // operation refers to it by vimId.
 func (s *Service) DeleteVim(ctx context.Context, id string) error {
+	if !validID(id) {
+		return notFoundVim(id)
+	}
 	if err := s.st.DeleteVim(ctx, id); err != nil {
 		return fromStore(err, notFoundVim(id).Detail)
 	}

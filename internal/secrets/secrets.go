@@ -31,9 +31,12 @@ var secretWords = []string{
 	"sshkey", "credential", "certkey", "apikey", "bearer", "clientpassword",
 }
 
+// keyNormalizer is built once: IsSecretKey runs for every key of every document rendered.
+var keyNormalizer = strings.NewReplacer("_", "", "-", "")
+
 // IsSecretKey reports whether values under this JSON key are secret.
 func IsSecretKey(key string) bool {
-	k := strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(key))
+	k := keyNormalizer.Replace(strings.ToLower(key))
 	for _, w := range secretWords {
 		if strings.Contains(k, w) {
 			return true

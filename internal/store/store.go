@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/golang-migrate/migrate/v4"
 	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5" // pgx5:// driver
@@ -40,6 +41,12 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("store: bad database URL: %w", err)
 	}
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
+	// pgx's default (4 on 2 cores) starves the engine: two LISTEN connections,
+	// workers, the notifier and the API share the pool. The URL's
+	// pool_max_conns still wins.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = 20
+	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "vnfm"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -75,6 +82,20 @@ func newMigrate(url string) (*migrate.Migrate, error) {
 }
 
 func toPgx5URL(url string) string {
+	// pgxpool's pool_* parameters mean nothing to the migration driver, which
+	// rejects them: drop them.
+	if i := strings.IndexByte(url, '?'); i >= 0 {
+		var keep []string
+		for _, kv := range strings.Split(url[i+1:], "&") {
+			if !strings.HasPrefix(kv, "pool_") {
+				keep = append(keep, kv)
+			}
+		}
+		url = url[:i]
+		if len(keep) > 0 {
+			url += "?" + strings.Join(keep, "&")
+		}
+	}
 	for _, p := range []string{"postgres://", "postgresql://"} {
 		if len(url) >= len(p) && url[:len(p)] == p {
 			return "pgx5://" + url[len(p):]

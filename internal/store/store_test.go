@@ -189,3 +189,23 @@ func TestListPagingAndFilterUsesColumns(t *testing.T) {
 		t.Fatalf("filtered pages: %v", names)
 	}
 }
+
+func TestMigrationsAcceptPoolParameters(t *testing.T) {
+	u := pgtest.NewDB(t)
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	u += sep + "pool_max_conns=7"
+	if err := store.MigrateUp(context.Background(), u); err != nil {
+		t.Fatalf("migrate with pool_max_conns: %v", err)
+	}
+	st, err := store.Open(context.Background(), u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if got := st.Pool().Config().MaxConns; got != 7 {
+		t.Fatalf("MaxConns %d, want the URL's 7", got)
+	}
+}
