@@ -49,8 +49,8 @@ fuzz: ## run every `go test -fuzz` target of the repository for FUZZTIME each (d
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(or $(FUZZTIME),10s) "$$dir" || exit 1; \
 	done
 
-demo: ## drive a running `make run` through a cluster's whole lifecycle with live progress (PACKAGE=kubeadm-ha for 3 masters)
-	$(GO) run ./cmd/vnfm-demo -package $(or $(PACKAGE),kubeadm-single)
+demo: ## drive a running `make run` through a cluster's whole lifecycle with live progress (PACKAGE=kubeadm-single for one master)
+	$(GO) run ./cmd/vnfm-demo -package $(or $(PACKAGE),kubeadm-ha)
 
 samples: ## zip the sample VNF packages under samples/ into bin/samples/*.zip (CSARs with TOSCA.meta hashes)
 	scripts/make-samples.sh bin/samples

@@ -21,7 +21,7 @@ import (
 
 func main() {
 	endpoint := flag.String("endpoint", envOr("VNFM_ENDPOINT_URL", "http://127.0.0.1:9890"), "the VNFM's base URL")
-	sample := flag.String("package", "kubeadm-single", "sample package: kubeadm-single (1 master) or kubeadm-ha (3 masters)")
+	sample := flag.String("package", "kubeadm-ha", "sample package: kubeadm-ha (3 masters behind a VIP) or kubeadm-single (1 master)")
 	password := flag.String("node-password", "demo-Passw0rd", "password of the cluster nodes' login")
 	timeout := flag.Duration("timeout", 15*time.Minute, "bound of each operation")
 	simUser := flag.String("cloud-user", "admin", "user of the default VIM (make run's simulator: admin)")
@@ -200,6 +200,9 @@ func instantiateBody(flavour, password, netID string) map[string]any {
 		master["cluster_cp_name"] = "vip_CP"
 	}
 	cps := []any{map[string]any{"cpdId": "masterNode_CP1"}, map[string]any{"cpdId": "workerNode_CP1"}}
+	if flavour == "ha" {
+		cps = append(cps, map[string]any{"cpdId": "vip_CP"})
+	}
 	return map[string]any{"flavourId": flavour,
 		"extVirtualLinks": []any{map[string]any{"id": "ext-net0", "resourceId": netID, "extCps": cps}},
 		"additionalParams": map[string]any{

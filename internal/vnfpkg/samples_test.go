@@ -26,7 +26,7 @@ func TestSamples(t *testing.T) {
 	for _, h := range []string{model.HookInstantiateEnd, model.HookTerminateEnd, model.HookScaleStart, model.HookScaleEnd, model.HookHealStart, model.HookHealEnd} {
 		allHooks[h] = "kubeadm"
 	}
-	// kubeadm-single also validates its parameters before the VMs are made.
+	// The kubeadm samples also validate their parameters before the VMs are made.
 	singleHooks := map[string]string{model.HookInstantiateStart: "kubeadm"}
 	for h, d := range allHooks {
 		singleHooks[h] = d
@@ -62,7 +62,7 @@ func TestSamples(t *testing.T) {
 			hot: model.HOT{Top: "BaseHOT/simple/kubeadm_single_top.hot.yaml",
 				Nested: []string{"BaseHOT/simple/nested/masterNode.yaml", "BaseHOT/simple/nested/workerNode.yaml"},
 				Files:  map[string]string{"masterNode.yaml": "BaseHOT/simple/nested/masterNode.yaml", "workerNode.yaml": "BaseHOT/simple/nested/workerNode.yaml"}}},
-		{name: "kubeadm-ha", vnfdID: "6f2b8c1a-3d4e-4f5a-8b6c-7d8e9f0a1b22", flavour: "ha", hooks: allHooks,
+		{name: "kubeadm-ha", vnfdID: "6f2b8c1a-3d4e-4f5a-8b6c-7d8e9f0a1b22", flavour: "ha", hooks: singleHooks,
 			vdus: map[string]vduWant{
 				"masterNode": {3, 3, 3, "m1.medium", []string{"masterNode_CP1"}},
 				"workerNode": {2, 5, 2, "m1.medium", []string{"workerNode_CP1"}},

@@ -4,7 +4,7 @@
 // SSH, registers the cluster as a Kubernetes VIM, and keeps the cluster in
 // step when workers are scaled or healed. One master, or an HA control
 // plane: 3 or more (odd) masters behind HAProxy and a keepalived VIP, with
-// quorum-safe master heal (see "HA control plane" below and HA.md).
+// quorum-safe master heal (see "HA control plane" below and docs/kubeadm-ha.md).
 //
 // # Parameters
 //

@@ -98,14 +98,17 @@ func TestNewcomerRunAndDemo(t *testing.T) {
 	}
 	cmdCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(cmdCtx, demo, "-endpoint", srv.base, "-package", "kubeadm-single").CombinedOutput()
+	out, err := exec.CommandContext(cmdCtx, demo, "-endpoint", srv.base).CombinedOutput() // the default: the HA sample
 	if err != nil {
 		srv.mu.Lock()
 		logs := srv.logs.String()
 		srv.mu.Unlock()
 		t.Fatalf("make demo failed: %v\n%s\nserver log tail:\n%s", err, out, tail(logs, 4000))
 	}
-	for _, want := range []string{"INSTANTIATE COMPLETED", "Kubernetes VIM", "SCALE COMPLETED", "HEAL COMPLETED", "TERMINATE COMPLETED", "deleted VNF instance"} {
+	for _, want := range []string{"INSTANTIATE COMPLETED", "Kubernetes VIM", "SCALE COMPLETED", "heal a master", "HEAL COMPLETED", "TERMINATE COMPLETED", "deleted VNF instance"} {
+		if want == "heal a master" && strings.Contains(string(out), "skipped: the cluster has a single master") {
+			t.Errorf("the default demo is not the HA cluster:\n%s", out)
+		}
 		if !strings.Contains(string(out), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
