@@ -232,7 +232,10 @@ func (d *Driver) InstantiateStart(_ context.Context, op *driverapi.Op) error {
 			return err
 		}
 	}
-	return checkHAPlan(op.Flavour, h.p, op.Package)
+	if err := checkHAPlan(op.Flavour, h.p, op.Package); err != nil {
+		return err
+	}
+	return checkLBPlan(op.Flavour, h.p, op.Package)
 }
 
 // InstantiateEnd installs the cluster and registers it as a Kubernetes VIM.
@@ -975,7 +978,10 @@ func (d *Driver) ValidateRequest(_ context.Context, r mgmtdrivers.Request) error
 			return err
 		}
 		// An HA control plane's VNFD must keep an odd number >= 3 of masters.
-		return checkHAPlan(r.Flavour, p, nil)
+		if err := checkHAPlan(r.Flavour, p, nil); err != nil {
+			return err
+		}
+		return checkLBPlan(r.Flavour, p, nil)
 	case *model.HealVnfRequest:
 		if len(req.VnfcInstanceID) == 0 || r.Instance == nil || r.Instance.InstantiatedVnfInfo == nil {
 			return nil

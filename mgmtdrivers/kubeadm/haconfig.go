@@ -48,7 +48,7 @@ type HAParams struct {
 	AdvertInt int
 }
 
-var haKeys = []string{"lb_port", "virtual_router_id", "vrrp_interface", "vrrp_unicast", "vrrp_advert_int"}
+var haKeys = []string{"lb_port", "virtual_router_id", "vrrp_interface", "vrrp_unicast", "vrrp_advert_int", "lb_topology", "lb_vdu_id"}
 
 var ifaceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$`)
 

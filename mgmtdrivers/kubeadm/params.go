@@ -102,6 +102,8 @@ type Params struct {
 	// HA configures the control plane behind a VIP (used when
 	// master_node.cluster_cp_name names a port of its own, such as vip_CP).
 	HA HAParams
+	// LB selects where HAProxy and keepalived run (ha.lb_topology).
+	LB LBParams
 }
 
 // ParamError lists every problem found in the parameters; each names the
@@ -126,7 +128,7 @@ func (c *checker) err() error {
 }
 
 var (
-	topKeys      = []string{"script_path", "vim_name", "master_node", "worker_node", "proxy", "worker_parallelism", "drain_timeout", "drain_policy", "kubernetes_version", "join_token_ttl", "ha"}
+	topKeys      = []string{"script_path", "vim_name", "master_node", "worker_node", "proxy", "worker_parallelism", "drain_timeout", "drain_policy", "kubernetes_version", "join_token_ttl", "ha", "lb_node"}
 	nodeKeys     = []string{"aspect_id", "vdu_id", "ssh_cp_name", "nic_cp_name", "username", "password", "ssh_private_key", "ssh_private_key_passphrase"}
 	masterOnly   = []string{"pod_cidr", "cluster_cidr", "cluster_cp_name", "cluster_fip_name"}
 	proxyKeys    = []string{"http_proxy", "https_proxy", "no_proxy", "k8s_node_cidr"}
@@ -188,6 +190,7 @@ func ParseParams(additional map[string]any) (*Params, error) {
 		}
 	}
 	p.HA = haParams(c, ParamKey+".ha", m["ha"])
+	p.LB = lbParams(c, m, p)
 	if p.Master.PodCIDR != "" && p.Master.ClusterCIDR != "" {
 		pod, err1 := netip.ParsePrefix(p.Master.PodCIDR)
 		svc, err2 := netip.ParsePrefix(p.Master.ClusterCIDR)

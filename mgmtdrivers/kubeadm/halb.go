@@ -1,0 +1,216 @@
+package kubeadm
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+)
+
+// Load balancer topologies of an HA control plane (ha.lb_topology).
+const (
+	// LBColocated (the default) runs HAProxy and keepalived on every master.
+	LBColocated = "colocated"
+	// LBDedicated runs them on load-balancer VNFCs of their own (a VDU named
+	// by ha.lb_vdu_id, logged in to with lb_node). Validated, configuration
+	// rendered; the installation on the LB VNFCs is not implemented yet, so
+	// an instantiation asking for it is refused (see docs/kubeadm-ha.md).
+	LBDedicated = "dedicated"
+	// MinLBNodes is the smallest set of dedicated load balancers: one would
+	// be a single point of failure in front of an HA control plane.
+	MinLBNodes = 2
+)
+
+// errDedicatedNotImplemented is the last problem checkLBPlan reports for a
+// valid dedicated topology until the driver installs it.
+const errDedicatedNotImplemented = ParamKey + ".ha.lb_topology: dedicated load balancers are validated but not installed by this version of the kubeadm driver; use lb_topology colocated (HAProxy and keepalived on the masters)"
+
+// LBParams select the load balancers of an HA control plane.
+type LBParams struct {
+	// Topology is colocated (default) or dedicated.
+	Topology string
+	// VduID is the load balancers' VDU (ha.lb_vdu_id, or lb_node.vdu_id).
+	VduID string
+	// Node is lb_node: the CPs and the login of the load-balancer VNFCs
+	// (dedicated only).
+	Node NodeParams
+}
+
+// Dedicated reports whether HAProxy and keepalived run on VNFCs of their own.
+func (l LBParams) Dedicated() bool { return l.Topology == LBDedicated }
+
+// lbParams reads ha.lb_topology, ha.lb_vdu_id and lb_node from
+// k8s_cluster_installation_param (m).
+func lbParams(c *checker, m map[string]any, p *Params) LBParams {
+	l := LBParams{Topology: LBColocated}
+	ha, _ := m["ha"].(map[string]any) // haParams reports a non-object
+	hk := ParamKey + ".ha"
+	if t := str(c, hk+".lb_topology", ha["lb_topology"]); t != "" {
+		switch t {
+		case LBColocated, LBDedicated:
+			l.Topology = t
+		default:
+			c.addf(hk+".lb_topology", "%q is not a load balancer topology: colocated (HAProxy and keepalived on the masters) or dedicated (on the VDU ha.lb_vdu_id)", t)
+		}
+	}
+	l.VduID = str(c, hk+".lb_vdu_id", ha["lb_vdu_id"])
+	raw, hasNode := m["lb_node"]
+	if !l.Dedicated() {
+		if l.VduID != "" {
+			c.addf(hk+".lb_vdu_id", "is used only with ha.lb_topology dedicated")
+		}
+		if hasNode && raw != nil {
+			c.addf(ParamKey+".lb_node", "is used only with ha.lb_topology dedicated")
+		}
+		return l
+	}
+	nk := ParamKey + ".lb_node"
+	if raw == nil {
+		c.addf(nk, "is required with ha.lb_topology dedicated: ssh_cp_name (and nic_cp_name), username and password or ssh_private_key of the load-balancer VNFCs")
+		return l
+	}
+	l.Node = nodeParams(c, nk, raw, false)
+	if l.Node.AspectID != "" {
+		c.addf(nk+".aspect_id", "is not used: the load balancers are selected by ha.lb_vdu_id (or lb_node.vdu_id)")
+	}
+	switch {
+	case l.VduID == "" && l.Node.VduID == "":
+		c.addf(hk+".lb_vdu_id", "is required with ha.lb_topology dedicated: the VDU of the load-balancer VNFCs")
+	case l.VduID == "":
+		l.VduID = l.Node.VduID
+	case l.Node.VduID != "" && l.Node.VduID != l.VduID:
+		c.addf(nk+".vdu_id", "%q differs from ha.lb_vdu_id %q", l.Node.VduID, l.VduID)
+	}
+	l.Node.VduID = l.VduID
+	if l.VduID != "" {
+		for _, r := range []struct {
+			name string
+			np   NodeParams
+		}{{"master_node", p.Master}, {"worker_node", p.Worker}} {
+			if r.np.VduID == l.VduID {
+				c.addf(hk+".lb_vdu_id", "%s is also %s.vdu_id: the load balancers need a VDU of their own", l.VduID, r.name)
+			}
+		}
+	}
+	if l.Node.SSHCPName != "" && (l.Node.SSHCPName == p.Master.SSHCPName || l.Node.NICCPName == p.Master.NICCPName) {
+		c.addf(nk+".nic_cp_name", "%s is a port of the masters: give the load-balancer VDU's own port", l.Node.NICCPName)
+	}
+	return l
+}
+
+// checkLBPlan validates a dedicated load balancer topology against the
+// flavour before the VMs exist: the control plane is behind a VIP port, the
+// LB VDU exists with at least MinLBNodes instances and its port, the VipCp
+// targets that port and the Heat templates let the VIP through it
+// (allowed_address_pairs). Nil for the colocated topology.
+func checkLBPlan(fl *model.Flavour, p *Params, pkg driverapi.Package) error {
+	if !p.LB.Dedicated() {
+		return nil
+	}
+	var problems []string
+	cp := p.Master.ClusterCPName
+	if fl != nil {
+		_, vip := fl.VipCPs[cp]
+		if e := fl.ExtCPs[cp]; e != nil && e.Kind == "VipCp" {
+			vip = true
+		}
+		if !vip {
+			problems = append(problems, fmt.Sprintf("ha.lb_topology dedicated needs an HA control plane: master_node.cluster_cp_name %s must be a VIP port (VipCp) of flavour %s, the address keepalived moves between the load balancers", cp, fl.ID))
+		}
+		nic := p.LB.Node.NICCPName
+		if v := fl.VDUs[p.LB.VduID]; v == nil {
+			problems = append(problems, fmt.Sprintf("the load-balancer VDU %s (ha.lb_vdu_id) is not in flavour %s (VDUs: %s)", p.LB.VduID, fl.ID, strings.Join(slices.Sorted(mapKeys(fl.VDUs)), ", ")))
+		} else {
+			if v.MinInstances < MinLBNodes {
+				problems = append(problems, fmt.Sprintf("the load-balancer VDU %s has vdu_profile min_number_of_instances %d: dedicated load balancers need at least %d instances (one is a single point of failure in front of the HA control plane)", v.ID, v.MinInstances, MinLBNodes))
+			}
+			if !slices.ContainsFunc(v.CPs, func(c model.VduCP) bool { return c.ID == nic }) {
+				var ids []string
+				for _, c := range v.CPs {
+					ids = append(ids, c.ID)
+				}
+				problems = append(problems, fmt.Sprintf("lb_node.nic_cp_name %s is not a port of the load-balancer VDU %s (its ports: %s)", nic, v.ID, orNoneStr(ids)))
+			}
+		}
+		if vc := fl.VipCPs[cp]; vc != nil && len(vc.Targets) > 0 && !slices.Contains(vc.Targets, nic) {
+			problems = append(problems, fmt.Sprintf("the VipCp %s targets %s, not the load balancers' nic_cp_name %s", vc.ID, strings.Join(vc.Targets, ", "), nic))
+		}
+		if err := checkLBVIPAllowed(pkg, fl, p); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("HA control plane with dedicated load balancers: %s", strings.Join(problems, "; "))
+	}
+	return fmt.Errorf("%s", errDedicatedNotImplemented)
+}
+
+// checkLBVIPAllowed checks that the load balancers' ports allow the VIP
+// (allowed_address_pairs) in the flavour's Heat templates.
+func checkLBVIPAllowed(pkg driverapi.Package, fl *model.Flavour, p *Params) error {
+	if pkg == nil || fl == nil {
+		return nil
+	}
+	top, raw, files, err := pkg.HeatTemplate(fl.ID)
+	if err != nil || len(raw) == 0 {
+		return nil
+	}
+	if err := checkHOTAllowsVIP(top, raw, files, p.LB.Node.NICCPName, p.Master.ClusterCPName, ""); err != nil {
+		return fmt.Errorf("load-balancer ports: %w", err)
+	}
+	return nil
+}
+
+// lbHost is one dedicated load balancer as configureLB would see it: its
+// node address, VRRP interface and the VIP with its subnet's prefix length
+// (from vrrpPlacement).
+type lbHost struct {
+	Name      string
+	IP        string
+	Interface string
+	VIP       netip.Prefix
+}
+
+// lbFiles are the files of one load balancer.
+type lbFiles struct {
+	HAProxy    string
+	Keepalived string
+	Check      string
+}
+
+// dedicatedLBConfigs renders HAProxy (backends: the masters' API servers)
+// and keepalived (VRRP among the load balancers only, priorities in LB
+// order, unicast peers the LBs' addresses) for each dedicated load
+// balancer: the same files as the colocated topology, placed on other hosts.
+func dedicatedLBConfigs(instanceID string, p *Params, secret string, masters []lbMember, lbs []lbHost) (map[string]lbFiles, error) {
+	if len(lbs) < MinLBNodes {
+		return nil, fmt.Errorf("%d load-balancer VNFC(s) of VDU %s: dedicated load balancers need at least %d", len(lbs), p.LB.VduID, MinLBNodes)
+	}
+	if len(masters) == 0 {
+		return nil, fmt.Errorf("no master behind the load balancers")
+	}
+	var peers []string
+	if p.HA.Unicast {
+		for _, l := range lbs {
+			peers = append(peers, l.IP)
+		}
+	}
+	hcfg := haproxyConfig(instanceID, p.HA.LBPort, masters)
+	out := map[string]lbFiles{}
+	for i, l := range lbs {
+		if slices.ContainsFunc(masters, func(m lbMember) bool { return m.IP == l.IP }) {
+			return nil, fmt.Errorf("load balancer %s has the address %s of a master", l.Name, l.IP)
+		}
+		out[l.Name] = lbFiles{
+			HAProxy: hcfg,
+			Keepalived: keepalivedConfig(vrrpConfig{ClusterID: instanceID, VRID: p.vrid(instanceID), VIP: l.VIP, Secret: secret,
+				AdvertInt: p.HA.AdvertInt, LBPort: p.HA.LBPort, Peers: peers},
+				vrrpNode{Name: l.Name, IP: l.IP, Interface: l.Interface, Priority: priorityOf(i, len(lbs)), Master: i == 0}),
+			Check: lbCheckScript(p.HA.LBPort),
+		}
+	}
+	return out, nil
+}

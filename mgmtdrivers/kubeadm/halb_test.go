@@ -1,0 +1,217 @@
+package kubeadm
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
+)
+
+func lbParamsMap(ha map[string]any, lbNode any) map[string]any {
+	m := map[string]any{
+		"master_node": map[string]any{"vdu_id": "masterNode", "ssh_cp_name": "masterNode_CP1", "username": "u", "password": "p",
+			"cluster_cp_name": "vip_CP"},
+		"worker_node": map[string]any{"vdu_id": "workerNode", "ssh_cp_name": "workerNode_CP1", "username": "u", "password": "p"},
+	}
+	if ha != nil {
+		m["ha"] = ha
+	}
+	if lbNode != nil {
+		m["lb_node"] = lbNode
+	}
+	return map[string]any{ParamKey: m}
+}
+
+func goodLBNode() map[string]any {
+	return map[string]any{"ssh_cp_name": "lbNode_CP1", "username": "lb", "password": "pw"}
+}
+
+func TestLBParams(t *testing.T) {
+	p, err := ParseParams(lbParamsMap(nil, nil))
+	if err != nil || p.LB.Topology != LBColocated || p.LB.Dedicated() {
+		t.Fatalf("default: %+v %v", p, err)
+	}
+	p, err = ParseParams(lbParamsMap(map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "lbNode"}, goodLBNode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.LB.Dedicated() || p.LB.VduID != "lbNode" || p.LB.Node.VduID != "lbNode" || p.LB.Node.NICCPName != "lbNode_CP1" || p.LB.Node.Username != "lb" {
+		t.Errorf("dedicated: %+v", p.LB)
+	}
+	// lb_node.vdu_id alone selects the VDU too.
+	n := goodLBNode()
+	n["vdu_id"] = "lbNode"
+	if p, err = ParseParams(lbParamsMap(map[string]any{"lb_topology": "dedicated"}, n)); err != nil || p.LB.VduID != "lbNode" {
+		t.Errorf("lb_node.vdu_id: %+v %v", p, err)
+	}
+
+	bad := []struct {
+		name   string
+		ha     map[string]any
+		lbNode any
+		want   []string
+	}{
+		{"unknown topology", map[string]any{"lb_topology": "external"}, nil, []string{"ha.lb_topology: \"external\" is not a load balancer topology"}},
+		{"lb params without dedicated", map[string]any{"lb_vdu_id": "lbNode"}, goodLBNode(), []string{"ha.lb_vdu_id: is used only with ha.lb_topology dedicated", ".lb_node: is used only with ha.lb_topology dedicated"}},
+		{"no lb_node", map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "lbNode"}, nil, []string{".lb_node: is required with ha.lb_topology dedicated"}},
+		{"no VDU", map[string]any{"lb_topology": "dedicated"}, goodLBNode(), []string{"ha.lb_vdu_id: is required with ha.lb_topology dedicated"}},
+		{"VDU of the masters", map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "masterNode"}, goodLBNode(), []string{"masterNode is also master_node.vdu_id"}},
+		{"vdu_id mismatch", map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "lbNode"}, map[string]any{"vdu_id": "other", "ssh_cp_name": "lbNode_CP1", "username": "lb", "password": "pw"}, []string{"lb_node.vdu_id: \"other\" differs from ha.lb_vdu_id \"lbNode\""}},
+		{"masters' port", map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "lbNode"}, map[string]any{"ssh_cp_name": "masterNode_CP1", "username": "lb", "password": "pw"}, []string{"masterNode_CP1 is a port of the masters"}},
+		{"no login", map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "lbNode"}, map[string]any{"ssh_cp_name": "lbNode_CP1"}, []string{"lb_node.username: is required", "lb_node.password: is required"}},
+		{"lb_node not an object", map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "lbNode"}, "x", []string{"lb_node: must be an object"}},
+	}
+	for _, tc := range bad {
+		_, err := ParseParams(lbParamsMap(tc.ha, tc.lbNode))
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v, want %q", tc.name, err, w)
+			}
+		}
+	}
+}
+
+func lbFlavour(minLBs int) *model.Flavour {
+	fl := haFlavour(3)
+	fl.VDUs["lbNode"] = &model.VDU{ID: "lbNode", MinInstances: minLBs, MaxInstances: 2, CPs: []model.VduCP{{ID: "lbNode_CP1"}}}
+	fl.VipCPs["vip_CP"].Targets = []string{"lbNode_CP1"}
+	return fl
+}
+
+const lbTop = haTop + `  lb_instance:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: 2
+      resource_def:
+        type: lbNode.yaml
+        properties:
+          vip_port_ip: { get_attr: [ vip_CP, fixed_ips, 0, ip_address ] }
+`
+
+const lbNested = `heat_template_version: 2018-08-31
+parameters:
+  vip_port_ip: {type: string}
+resources:
+  lbNode_CP1:
+    type: OS::Neutron::Port
+    properties:
+      network: net0
+      allowed_address_pairs:
+        - ip_address: { get_param: vip_port_ip }
+`
+
+func dedicatedParams(t *testing.T) *Params {
+	t.Helper()
+	p, err := ParseParams(lbParamsMap(map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "lbNode"}, goodLBNode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A valid dedicated topology passes every check and is then refused as not
+// implemented; each invalid one is refused with what is wrong.
+func TestCheckLBPlan(t *testing.T) {
+	if err := checkLBPlan(lbFlavour(2), haParamsFor(t, nil), nil); err != nil {
+		t.Errorf("colocated: %v", err)
+	}
+	p := dedicatedParams(t)
+	files := map[string]string{"masterNode.yaml": strings.Replace(haNested, "PARAM", "vip_port_ip", 1), "lbNode.yaml": lbNested}
+	good := hotPackage{top: lbTop, files: files}
+	err := checkLBPlan(lbFlavour(2), p, good)
+	if err == nil || err.Error() != errDedicatedNotImplemented {
+		t.Errorf("valid dedicated plan: %v", err)
+	}
+
+	noVDU := haFlavour(3)
+	noVDU.VipCPs["vip_CP"].Targets = []string{"lbNode_CP1"}
+	noPairs := hotPackage{top: lbTop, files: map[string]string{"masterNode.yaml": files["masterNode.yaml"],
+		"lbNode.yaml": strings.Replace(lbNested, "      allowed_address_pairs:\n        - ip_address: { get_param: vip_port_ip }\n", "", 1)}}
+	notVIP := lbFlavour(2)
+	notVIP.VipCPs = map[string]*model.VipCP{}
+	wrongTarget := lbFlavour(2)
+	wrongTarget.VipCPs["vip_CP"].Targets = []string{"masterNode_CP1"}
+	for _, tc := range []struct {
+		name string
+		fl   *model.Flavour
+		pkg  hotPackage
+		want string
+	}{
+		{"LB VDU missing", noVDU, good, "the load-balancer VDU lbNode (ha.lb_vdu_id) is not in flavour ha (VDUs: masterNode, workerNode)"},
+		{"one LB", lbFlavour(1), good, "the load-balancer VDU lbNode has vdu_profile min_number_of_instances 1: dedicated load balancers need at least 2 instances"},
+		{"VIP not allowed on the LB ports", lbFlavour(2), noPairs, "load-balancer ports: port lbNode_CP1 in lbNode.yaml does not allow the VIP"},
+		{"not behind a VIP", notVIP, good, "master_node.cluster_cp_name vip_CP must be a VIP port"},
+		{"VipCp targets the masters", wrongTarget, good, "the VipCp vip_CP targets masterNode_CP1, not the load balancers' nic_cp_name lbNode_CP1"},
+	} {
+		err := checkLBPlan(tc.fl, p, tc.pkg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "not installed by this version") {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	// ValidateRequest refuses it at the API, before any VM exists.
+	d := New(Options{})
+	req := &model.InstantiateVnfRequest{AdditionalParams: lbParamsMap(map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "lbNode"}, goodLBNode())}
+	if err := d.ValidateRequest(t.Context(), mgmtdrivers.Request{Operation: model.OpInstantiate, Flavour: lbFlavour(1), Body: req}); err == nil || !strings.Contains(err.Error(), "min_number_of_instances 1") {
+		t.Errorf("ValidateRequest: %v", err)
+	}
+}
+
+// The LBs get the masters' API servers as HAProxy backends and a VRRP
+// instance among themselves only.
+func TestDedicatedLBConfigs(t *testing.T) {
+	p := dedicatedParams(t)
+	p.HA.Unicast = true
+	vip := netip.MustParsePrefix("10.0.0.80/24")
+	masters := []lbMember{{"m3", "10.0.0.13"}, {"m1", "10.0.0.11"}, {"m2", "10.0.0.12"}}
+	lbs := []lbHost{{"lb1", "10.0.0.31", "eth0", vip}, {"lb2", "10.0.0.32", "ens3", vip}}
+	got, err := dedicatedLBConfigs("inst-1", p, "s3cret", masters, lbs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d configs", len(got))
+	}
+	for _, name := range []string{"lb1", "lb2"} {
+		f := got[name]
+		for _, m := range masters {
+			if !strings.Contains(f.HAProxy, "server "+m.Name+" "+m.IP+":6443 check") {
+				t.Errorf("%s: HAProxy lacks %s:\n%s", name, m.Name, f.HAProxy)
+			}
+		}
+		if !strings.Contains(f.HAProxy, "bind *:16443") || !strings.Contains(f.Check, "/dev/tcp/127.0.0.1/16443") {
+			t.Errorf("%s: LB port", name)
+		}
+		if !strings.Contains(f.Keepalived, "virtual_router_id "+strconv.Itoa(DeriveVRID("inst-1"))) || !strings.Contains(f.Keepalived, "auth_pass s3cret") {
+			t.Errorf("%s: keepalived:\n%s", name, f.Keepalived)
+		}
+		if strings.Contains(f.Keepalived, "10.0.0.1") {
+			t.Errorf("%s: a master is a VRRP peer:\n%s", name, f.Keepalived)
+		}
+	}
+	k1, k2 := got["lb1"].Keepalived, got["lb2"].Keepalived
+	for _, w := range []string{"state MASTER", "priority 102", "unicast_src_ip 10.0.0.31", "\t\t10.0.0.32\n", "10.0.0.80/24 dev eth0"} {
+		if !strings.Contains(k1, w) {
+			t.Errorf("lb1 lacks %q:\n%s", w, k1)
+		}
+	}
+	for _, w := range []string{"state BACKUP", "priority 101", "unicast_src_ip 10.0.0.31"} {
+		if w == "unicast_src_ip 10.0.0.31" {
+			if strings.Contains(k2, w) {
+				t.Errorf("lb2 has lb1's source address")
+			}
+			continue
+		}
+		if !strings.Contains(k2, w) {
+			t.Errorf("lb2 lacks %q:\n%s", w, k2)
+		}
+	}
+	if _, err := dedicatedLBConfigs("inst-1", p, "s", masters, lbs[:1]); err == nil || !strings.Contains(err.Error(), "1 load-balancer VNFC(s) of VDU lbNode: dedicated load balancers need at least 2") {
+		t.Errorf("one LB: %v", err)
+	}
+	if _, err := dedicatedLBConfigs("inst-1", p, "s", masters, append(lbs, lbHost{"lb3", "10.0.0.12", "eth0", vip})); err == nil || !strings.Contains(err.Error(), "has the address 10.0.0.12 of a master") {
+		t.Errorf("LB on a master: %v", err)
+	}
+}
