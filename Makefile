@@ -37,7 +37,7 @@ lint: ## gofmt, go vet, shellcheck
 	$(GO) vet ./...
 	shellcheck $(SHELL_SCRIPTS)
 
-bench: ## measure engine latency and rate, API reads vs pgbench, big filtered lists, SSH fan-out (root, < 10 min; docs/benchmarks.md): table, bench/results/*.json
+bench: ## measure engine latency and rate, API reads vs pgbench, big filtered lists, SSH fan-out, cluster build vs critical path (root, < 10 min; docs/benchmarks.md): table, bench/results/*.json
 	$(GO) build -o bin/vnfm-bench ./cmd/vnfm-bench
 	bin/vnfm-bench -out bench/results $(BENCHFLAGS)
 

@@ -8,7 +8,8 @@
 // binary re-executed: the real server wiring of internal/server with the
 // zero-latency in-test drivers of internal/lcmtest), a loopback notification
 // receiver, pgbench, and — as root — 100 SSH test hosts (internal/testhosts)
-// for the fan-out figure. Everything is removed at the end.
+// for the fan-out figure and a second VNFM with its built-in drivers and the
+// simulator's real hosts for the cluster build. Everything is removed at the end.
 package main
 
 import (
@@ -30,6 +31,7 @@ import (
 const (
 	serveEnv = "VNFM_BENCH_SERVE"      // the VNFM under test
 	sshEnv   = "VNFM_BENCH_SSH_FANOUT" // the SSH fan-out client
+	fullEnv  = "VNFM_BENCH_SERVE_FULL" // the VNFM with its built-in drivers and the simulator (cluster phase)
 )
 
 type options struct {
@@ -43,6 +45,7 @@ type options struct {
 	readFor   time.Duration // reads: duration of each rate measurement
 	rows      int           // list: instances bulk-loaded
 	hosts     int           // ssh: test hosts
+	stepT     time.Duration // cluster: the stand-in's install step time t
 	profile   bool          // collect CPU profiles of the VNFM process
 	fastDB    bool          // PostgreSQL with fsync off (not the default)
 }
@@ -53,6 +56,8 @@ func main() {
 	switch {
 	case os.Getenv(serveEnv) == "1":
 		os.Exit(serve())
+	case os.Getenv(fullEnv) == "1":
+		os.Exit(serveFull())
 	case os.Getenv(sshEnv) == "1":
 		os.Exit(sshWorker())
 	}
@@ -68,6 +73,7 @@ func main() {
 	flag.DurationVar(&o.readFor, "read-for", 10*time.Second, "reads: duration of each rate measurement")
 	flag.IntVar(&o.rows, "rows", 100000, "list: instances bulk-loaded for the filtered list")
 	flag.IntVar(&o.hosts, "hosts", 100, "ssh: test hosts for the fan-out (needs root)")
+	flag.DurationVar(&o.stepT, "step-t", 2*time.Second, "cluster: time t that the stand-in's kubeadm init and join take (sleep before their work)")
 	flag.BoolVar(&o.profile, "profile", false, "save CPU profiles of the VNFM process (engine and read phases) next to the results")
 	flag.BoolVar(&o.fastDB, "fast-db", false, "run PostgreSQL with fsync=off, synchronous_commit=off (default: durable, as `vnfm serve` runs it)")
 	flag.Parse()
@@ -102,7 +108,7 @@ func run(ctx context.Context, o options) error {
 	defer b.cleanup()
 	logf("machine: %s", b.res.Machine)
 
-	needDB := o.only["engine"] || o.only["reads"] || o.only["list"] || o.only["ssh"]
+	needDB := o.only["engine"] || o.only["reads"] || o.only["list"] || o.only["ssh"] || o.only["cluster"]
 	if needDB {
 		if err := b.startDB(); err != nil {
 			return fmt.Errorf("database: %w", err)
@@ -119,7 +125,7 @@ func run(ctx context.Context, o options) error {
 		name string
 		fn   func() error
 	}
-	for _, p := range []phase{{"engine", b.engine}, {"reads", b.reads}, {"list", b.list}, {"ssh", b.sshFanout}, {"cluster", b.clusterSlots}} {
+	for _, p := range []phase{{"engine", b.engine}, {"reads", b.reads}, {"list", b.list}, {"ssh", b.sshFanout}, {"cluster", b.cluster}} {
 		if !o.only[p.name] {
 			continue
 		}
@@ -164,7 +170,7 @@ func (o options) settings() map[string]any {
 		}
 	}
 	return map[string]any{"phases": only, "instances": o.instances, "rounds": o.rounds, "sustain": o.sustain.String(),
-		"vnfmWorkers": o.workers, "clients": o.clients, "readFor": o.readFor.String(), "rows": o.rows, "hosts": o.hosts,
+		"vnfmWorkers": o.workers, "clients": o.clients, "readFor": o.readFor.String(), "rows": o.rows, "hosts": o.hosts, "stepT": o.stepT.String(),
 		"fastDB": o.fastDB, "gomaxprocs": runtime.GOMAXPROCS(0)}
 }
 

@@ -226,19 +226,3 @@ func sshWorker() int {
 	}
 	return 0
 }
-
-// clusterSlots reserves the rows of the figures that need the kubeadm
-// management driver (issue 9). TODO: build M=3 masters and W=10 workers on
-// simulator hosts whose stand-in install step takes a fixed t, through the
-// engine and the kubeadm driver, and report wall ÷ (M·t + t), wall ÷
-// ((M+W)·t) and a 10-worker scale-out ÷ t (docs/benchmarks.md).
-func (b *bench) clusterSlots() error {
-	const why = "not measured yet: needs the kubeadm management driver driven through the engine on stand-in hosts whose install step takes a fixed t (docs/benchmarks.md)"
-	b.res.add(Figure{ID: "cluster.build_vs_critical_path", Group: "cluster", Status: StatusTODO,
-		Title: "cluster build wall ÷ (M·t + t), M=3 masters, W=10 workers", Goals: []Goal{{Op: "<=", Limit: 1.15}}, Note: why})
-	b.res.add(Figure{ID: "cluster.build_vs_one_at_a_time", Group: "cluster", Status: StatusTODO,
-		Title: "cluster build wall ÷ (M+W)·t (a one-node-at-a-time build like Tacker's)", Note: why})
-	b.res.add(Figure{ID: "cluster.scale_out_10", Group: "cluster", Status: StatusTODO,
-		Title: "scale-out of 10 workers ÷ t", Note: why})
-	return nil
-}

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
 )
@@ -110,7 +111,45 @@ func InstallBinary(ctx context.Context, h *testhosts.Host, bin string) error {
 	if _, err := h.Exec(ctx, "sh", "-c", installScript, "sh", Version, KubernetesVersion); err != nil {
 		return fmt.Errorf("k8sstandin: install into %s: %w", h.Name, err)
 	}
+	if d := os.Getenv(StepDelayEnv); d != "" {
+		if _, err := time.ParseDuration(d); err != nil {
+			return fmt.Errorf("k8sstandin: %s=%q: %w", StepDelayEnv, d, err)
+		}
+		if _, err := h.Exec(ctx, "sh", "-c", `printf '%s\n' "$1" > "$2"`, "sh", d, StepDelayFile); err != nil {
+			return fmt.Errorf("k8sstandin: step delay in %s: %w", h.Name, err)
+		}
+	}
 	return nil
+}
+
+// The fixed-time install step (make bench): when the installing process has
+// K8S_STANDIN_STEP_DELAY (a Go duration), InstallBinary writes it to
+// /etc/k8s-standin-step-delay in the host, and there `kubeadm init` and
+// `kubeadm join` sleep that long before doing their work. The variable also
+// works when set in the stand-in's own environment.
+const (
+	StepDelayEnv  = "K8S_STANDIN_STEP_DELAY"
+	StepDelayFile = "/etc/k8s-standin-step-delay"
+)
+
+// stepDelay sleeps the configured install-step time, if any (see StepDelayEnv).
+func stepDelay(e *env) {
+	v := os.Getenv(StepDelayEnv)
+	if v == "" {
+		b, err := os.ReadFile(StepDelayFile)
+		if err != nil {
+			return
+		}
+		v = strings.TrimSpace(string(b))
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return
+	}
+	select {
+	case <-time.After(d):
+	case <-e.ctx.Done():
+	}
 }
 
 // InstallAll installs into several hosts in parallel.

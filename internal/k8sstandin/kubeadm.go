@@ -80,9 +80,11 @@ func kubeadmMain(e *env, args []string) int {
 		if len(args) > 1 && args[1] == "phase" {
 			err = kubeadmInitPhase(e, args[2:])
 		} else {
+			stepDelay(e)
 			err = kubeadmInit(e, args[1:])
 		}
 	case "join":
+		stepDelay(e)
 		err = kubeadmJoin(e, args[1:])
 	case "token":
 		err = kubeadmToken(e, args[1:])
