@@ -8,11 +8,11 @@ import (
 	"io/fs"
 )
 
-//go:embed kubeadm-single kubeadm-ha kubespray
+//go:embed kubeadm-single kubeadm-ha kubeadm-ha-lb kubespray
 var trees embed.FS
 
 // Names lists the sample packages.
-var Names = []string{"kubeadm-single", "kubeadm-ha", "kubespray"}
+var Names = []string{"kubeadm-single", "kubeadm-ha", "kubeadm-ha-lb", "kubespray"}
 
 // Tree returns the source tree of one sample package.
 func Tree(name string) (fs.FS, error) { return fs.Sub(trees, name) }

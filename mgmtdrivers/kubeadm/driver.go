@@ -137,9 +137,11 @@ func (h *hook) needTopology() error {
 		return errors.New("the VNF instance has no VNFCs: nothing to configure (did the infra driver create the servers?)")
 	}
 	if h.topo.HA() {
-		return checkHA(h.topo, h.op.Flavour, h.p, h.op.Package)
+		if err := checkHA(h.topo, h.op.Flavour, h.p, h.op.Package); err != nil {
+			return err
+		}
 	}
-	return nil
+	return checkLBTopology(h.topo, h.p)
 }
 
 func (h *hook) note(ctx context.Context, format string, args ...any) {
@@ -791,6 +793,9 @@ func (d *Driver) HealStart(ctx context.Context, op *driverapi.Op) error {
 	if err := h.needTopology(); err != nil {
 		return err
 	}
+	if err := refuseLBHeal(h.op.Instance.InstantiatedVnfInfo, h.p, req.VnfcInstanceID); err != nil {
+		return err
+	}
 	targets := h.topo.All()
 	var masters, workers []*Node
 	if len(req.VnfcInstanceID) > 0 {
@@ -994,6 +999,9 @@ func (d *Driver) ValidateRequest(_ context.Context, r mgmtdrivers.Request) error
 		if err != nil {
 			return nil // the hook reports it with the whole picture
 		}
+		if err := refuseLBHeal(info, p, req.VnfcInstanceID); err != nil {
+			return err
+		}
 		var masters []string
 		for _, id := range req.VnfcInstanceID {
 			if n := topo.ByVnfc(id); n != nil && n.Role == Master {
@@ -1028,5 +1036,12 @@ func selectionParams(additional map[string]any) *Params {
 	}
 	read("master_node", &p.Master)
 	read("worker_node", &p.Worker)
+	ha, _ := top["ha"].(map[string]any)
+	p.LB.Topology, _ = ha["lb_topology"].(string)
+	p.LB.VduID, _ = ha["lb_vdu_id"].(string)
+	if lbn, _ := top["lb_node"].(map[string]any); p.LB.VduID == "" && lbn != nil {
+		p.LB.VduID, _ = lbn["vdu_id"].(string)
+	}
+	read("lb_node", &p.LB.Node)
 	return p
 }

@@ -1,6 +1,7 @@
 package kubeadm
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -15,18 +16,13 @@ const (
 	// LBColocated (the default) runs HAProxy and keepalived on every master.
 	LBColocated = "colocated"
 	// LBDedicated runs them on load-balancer VNFCs of their own (a VDU named
-	// by ha.lb_vdu_id, logged in to with lb_node). Validated, configuration
-	// rendered; the installation on the LB VNFCs is not implemented yet, so
-	// an instantiation asking for it is refused (see docs/kubeadm-ha.md).
+	// by ha.lb_vdu_id, logged in to with lb_node); the masters run only
+	// Kubernetes and sit behind them as HAProxy's backends.
 	LBDedicated = "dedicated"
 	// MinLBNodes is the smallest set of dedicated load balancers: one would
 	// be a single point of failure in front of an HA control plane.
 	MinLBNodes = 2
 )
-
-// errDedicatedNotImplemented is the last problem checkLBPlan reports for a
-// valid dedicated topology until the driver installs it.
-const errDedicatedNotImplemented = ParamKey + ".ha.lb_topology: dedicated load balancers are validated but not installed by this version of the kubeadm driver; use lb_topology colocated (HAProxy and keepalived on the masters)"
 
 // LBParams select the load balancers of an HA control plane.
 type LBParams struct {
@@ -145,7 +141,7 @@ func checkLBPlan(fl *model.Flavour, p *Params, pkg driverapi.Package) error {
 	if len(problems) > 0 {
 		return fmt.Errorf("HA control plane with dedicated load balancers: %s", strings.Join(problems, "; "))
 	}
-	return fmt.Errorf("%s", errDedicatedNotImplemented)
+	return nil
 }
 
 // checkLBVIPAllowed checks that the load balancers' ports allow the VIP
@@ -213,4 +209,116 @@ func dedicatedLBConfigs(instanceID string, p *Params, secret string, masters []l
 		}
 	}
 	return out, nil
+}
+
+// lbNodes finds the dedicated load balancers: the VNFCs of ha.lb_vdu_id,
+// in a stable (name) order; the first gets the highest VRRP priority.
+func lbNodes(info *model.InstantiatedVnfInfo, p *Params) ([]*Node, error) {
+	var out []*Node
+	var problems []string
+	for i := range info.VnfcResourceInfo {
+		v := &info.VnfcResourceInfo[i]
+		if v.VduID != p.LB.VduID {
+			continue
+		}
+		n, err := newNode(v, LB, &p.LB.Node, "lb_node")
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		out = append(out, n)
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("cannot find the load balancers: %s", strings.Join(problems, "; "))
+	}
+	slices.SortFunc(out, func(a, b *Node) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// checkLBTopology checks the dedicated load balancers found: behind a VIP,
+// at least MinLBNodes of them, none holding the VIP as its own address.
+func checkLBTopology(t *Topology, p *Params) error {
+	if !p.LB.Dedicated() {
+		return nil
+	}
+	var problems []string
+	if !t.HA() {
+		problems = append(problems, fmt.Sprintf("master_node.cluster_cp_name %s is not a VIP port of its own: dedicated load balancers share a VIP", p.Master.ClusterCPName))
+	}
+	if len(t.LBs) < MinLBNodes {
+		problems = append(problems, fmt.Sprintf("%d load-balancer VNFC(s) of VDU %s (%s): dedicated load balancers need at least %d", len(t.LBs), p.LB.VduID, orNoneStr(sortedNames(t.LBs)), MinLBNodes))
+	}
+	for _, l := range t.LBs {
+		if t.VIP != "" && (l.NodeIP == t.VIP || l.SSHAddr == t.VIP) {
+			problems = append(problems, fmt.Sprintf("the VIP %s is the address of load balancer %s", t.VIP, l.Name))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("HA control plane with dedicated load balancers: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// refuseLBHeal refuses a VNFC heal of a dedicated load balancer (its
+// replacement would come up without HAProxy and keepalived: not
+// implemented; heal the entire VNF, or leave the other LB holding the VIP).
+func refuseLBHeal(info *model.InstantiatedVnfInfo, p *Params, ids []string) error {
+	if info == nil || !p.LB.Dedicated() || p.LB.VduID == "" {
+		return nil
+	}
+	for _, id := range ids {
+		if v := vnfcByID(info, id); v != nil && v.VduID == p.LB.VduID {
+			return fmt.Errorf("VNFC %s is a dedicated load balancer (VDU %s): healing a load balancer on its own is not supported; the other load balancers keep the VIP; heal the entire VNF to rebuild it", id, p.LB.VduID)
+		}
+	}
+	return nil
+}
+
+// setupDedicatedLBs configures HAProxy (backends: all masters) and
+// keepalived on every dedicated load balancer and waits for the VIP on the
+// first one (the highest priority).
+func (h *hook) setupDedicatedLBs(ctx context.Context) error {
+	t := h.topo
+	h.note(ctx, "HA control plane with dedicated load balancers: HAProxy on :%d and keepalived (virtual_router_id %d, VIP %s) on %s; %d masters behind them",
+		h.p.HA.LBPort, h.p.vrid(h.op.Instance.ID), t.VIP, strings.Join(sortedNames(t.LBs), ", "), len(t.Masters))
+	ss, err := h.d.connect(ctx, h.log, plansFor(h.p, t.LBs, true))
+	if err != nil {
+		return err
+	}
+	defer ss.Close()
+	if _, err := h.configureLB(ctx, ss, t.LBs, t.Masters, t.LBs, true); err != nil {
+		return err
+	}
+	holder, err := h.waitVIP(ctx, ss, t.LBs, t.LBs[:1], vipWait)
+	if err != nil {
+		return err
+	}
+	h.note(ctx, "the VIP %s is held by load balancer %s", t.VIP, holder.Name)
+	return nil
+}
+
+// reloadDedicatedLBs rewrites HAProxy's API servers (backends) on every
+// reachable load balancer and reloads it; gone are the masters leaving
+// (for the message).
+func (h *hook) reloadDedicatedLBs(ctx context.Context, backends, gone []*Node) error {
+	t := h.topo
+	ss, failed, err := h.d.connectSome(ctx, h, plansFor(h.p, t.LBs, false), deadMasterWait)
+	if err != nil {
+		return err
+	}
+	defer ss.Close()
+	live := reachable(ss, t.LBs)
+	if len(live) == 0 {
+		return fmt.Errorf("no load balancer is reachable (%s): HAProxy's API servers cannot be updated", describeFailures(failed))
+	}
+	if len(failed) > 0 {
+		h.note(ctx, "load balancers not reachable, HAProxy not updated there: %s", describeFailures(failed))
+	}
+	what := "API servers " + strings.Join(sortedNames(backends), ", ")
+	if len(gone) > 0 {
+		what = "taking " + strings.Join(sortedNames(gone), ", ") + " out: " + what
+	}
+	h.note(ctx, "HAProxy on the load balancers %s: %s", strings.Join(sortedNames(live), ", "), what)
+	_, err = h.configureLB(ctx, ss, live, backends, t.LBs, false)
+	return err
 }

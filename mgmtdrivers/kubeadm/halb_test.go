@@ -2,6 +2,7 @@ package kubeadm
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,8 +113,8 @@ func dedicatedParams(t *testing.T) *Params {
 	return p
 }
 
-// A valid dedicated topology passes every check and is then refused as not
-// implemented; each invalid one is refused with what is wrong.
+// A valid dedicated topology passes; each invalid one is refused with what
+// is wrong.
 func TestCheckLBPlan(t *testing.T) {
 	if err := checkLBPlan(lbFlavour(2), haParamsFor(t, nil), nil); err != nil {
 		t.Errorf("colocated: %v", err)
@@ -121,9 +122,26 @@ func TestCheckLBPlan(t *testing.T) {
 	p := dedicatedParams(t)
 	files := map[string]string{"masterNode.yaml": strings.Replace(haNested, "PARAM", "vip_port_ip", 1), "lbNode.yaml": lbNested}
 	good := hotPackage{top: lbTop, files: files}
-	err := checkLBPlan(lbFlavour(2), p, good)
-	if err == nil || err.Error() != errDedicatedNotImplemented {
+	if err := checkLBPlan(lbFlavour(2), p, good); err != nil {
 		t.Errorf("valid dedicated plan: %v", err)
+	}
+	// The masters' ports need not allow the VIP then, nor be the VipCp's targets.
+	masterNoPairs := hotPackage{top: lbTop, files: map[string]string{"masterNode.yaml": strings.Replace(haNested, "PARAM", "other", 1), "lbNode.yaml": lbNested}}
+	if err := checkHAPlan(lbFlavour(2), p, masterNoPairs); err != nil {
+		t.Errorf("checkHAPlan with dedicated LBs: %v", err)
+	}
+	// Masters selected by an aspect the flavour lacks: the VDU is not
+	// guessed from the VipCp's targets (the LBs' port) then.
+	byAspect, err := ParseParams(map[string]any{ParamKey: map[string]any{
+		"master_node": map[string]any{"aspect_id": "master_instance", "ssh_cp_name": "masterNode_CP1", "username": "u", "password": "p", "cluster_cp_name": "vip_CP"},
+		"worker_node": map[string]any{"aspect_id": "worker_instance", "ssh_cp_name": "workerNode_CP1", "username": "u", "password": "p"},
+		"ha":          map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "lbNode"},
+		"lb_node":     goodLBNode()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkHAPlan(lbFlavour(2), byAspect, masterNoPairs); err != nil {
+		t.Errorf("checkHAPlan, masters by aspect, dedicated LBs: %v", err)
 	}
 
 	noVDU := haFlavour(3)
@@ -147,7 +165,7 @@ func TestCheckLBPlan(t *testing.T) {
 		{"VipCp targets the masters", wrongTarget, good, "the VipCp vip_CP targets masterNode_CP1, not the load balancers' nic_cp_name lbNode_CP1"},
 	} {
 		err := checkLBPlan(tc.fl, p, tc.pkg)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "not installed by this version") {
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
@@ -213,5 +231,59 @@ func TestDedicatedLBConfigs(t *testing.T) {
 	}
 	if _, err := dedicatedLBConfigs("inst-1", p, "s", masters, append(lbs, lbHost{"lb3", "10.0.0.12", "eth0", vip})); err == nil || !strings.Contains(err.Error(), "has the address 10.0.0.12 of a master") {
 		t.Errorf("LB on a master: %v", err)
+	}
+}
+
+// lbInfo: haInfo's 3 masters and 2 workers plus n load balancers.
+func lbInfo(n int) *model.InstantiatedVnfInfo {
+	info := haInfo(3)
+	for i := n; i >= 1; i-- {
+		info.VnfcResourceInfo = append(info.VnfcResourceInfo, vnfcOf("lbNode-l"+strconv.Itoa(i), "lbNode", "", "srv-l"+strconv.Itoa(i),
+			map[string]string{"lbNode_CP1": "10.0.0." + strconv.Itoa(30+i)}))
+	}
+	return info
+}
+
+func TestClassifyDedicatedLBs(t *testing.T) {
+	p := dedicatedParams(t)
+	topo, err := Classify(lbInfo(2), lbFlavour(2), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(topo.LBs); !slices.Equal(got, []string{"lbnode-l1", "lbnode-l2"}) || topo.LBs[0].Role != LB || topo.LBs[0].NodeIP != "10.0.0.31" {
+		t.Errorf("LBs %v", got)
+	}
+	if len(topo.Masters) != 3 || len(topo.Workers) != 2 || topo.Endpoint() != "https://10.0.0.80:16443" {
+		t.Errorf("topology %+v", topo)
+	}
+	if w := topo.Without("masterNode-m1"); len(w.LBs) != 2 {
+		t.Errorf("Without drops the LBs")
+	}
+	if plans := plansFor(p, topo.LBs, true); plans[0].np.Username != "lb" {
+		t.Errorf("LB login %+v", plans[0].np)
+	}
+	if err := checkLBTopology(topo, p); err != nil {
+		t.Errorf("checkLBTopology: %v", err)
+	}
+	if err := checkHA(topo, lbFlavour(2), p, nil); err != nil {
+		t.Errorf("checkHA with dedicated LBs: %v", err)
+	}
+	one, err := Classify(lbInfo(1), lbFlavour(2), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkLBTopology(one, p); err == nil || !strings.Contains(err.Error(), "1 load-balancer VNFC(s) of VDU lbNode (lbnode-l1): dedicated load balancers need at least 2") {
+		t.Errorf("one LB: %v", err)
+	}
+	// A heal of an LB VNFC is refused, at the API too (selectionParams).
+	if err := refuseLBHeal(lbInfo(2), p, []string{"lbNode-l1"}); err == nil || !strings.Contains(err.Error(), "VNFC lbNode-l1 is a dedicated load balancer") {
+		t.Errorf("LB heal: %v", err)
+	}
+	if err := refuseLBHeal(lbInfo(2), p, []string{"masterNode-m1"}); err != nil {
+		t.Errorf("master heal: %v", err)
+	}
+	sel := selectionParams(lbParamsMap(map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "lbNode"}, goodLBNode()))
+	if !sel.LB.Dedicated() || sel.LB.VduID != "lbNode" || sel.LB.Node.NICCPName != "lbNode_CP1" {
+		t.Errorf("selectionParams %+v", sel.LB)
 	}
 }

@@ -107,6 +107,9 @@ func masterIPs(ms []*Node) string {
 // the VIP (on the first master, the highest priority, when it is up).
 func (h *hook) setupHA(ctx context.Context, ss *sessions) error {
 	t := h.topo
+	if h.p.LB.Dedicated() {
+		return h.setupDedicatedLBs(ctx)
+	}
 	h.note(ctx, "HA control plane: HAProxy on :%d and keepalived (virtual_router_id %d, VIP %s) on %d masters", h.p.HA.LBPort, h.p.vrid(h.op.Instance.ID), t.VIP, len(t.Masters))
 	if _, err := h.configureLB(ctx, ss, t.Masters, t.Masters, t.Masters, true); err != nil {
 		return err
@@ -340,6 +343,13 @@ func (h *hook) healMastersStart(ctx context.Context, victims, workers []*Node) e
 		}
 		h.note(ctx, "force: %s", msg)
 	}
+	if h.p.LB.Dedicated() {
+		// The VIP is on a load balancer: only HAProxy's backends change.
+		if err := h.reloadDedicatedLBs(ctx, survivors, victims); err != nil {
+			return err
+		}
+		return h.removeEtcdAndNodes(ctx, ctl, victims, workers)
+	}
 	// The VIP must be on a surviving master before anything goes
 	// (cluster-api#4365: remediating the VIP holder dropped the API).
 	for _, holder := range h.vipHolders(ctx, ss, t.Masters) {
@@ -361,8 +371,16 @@ func (h *hook) healMastersStart(ctx context.Context, victims, workers []*Node) e
 	if _, err := h.configureLB(ctx, ss, live, survivors, t.Masters, false); err != nil {
 		return err
 	}
+	return h.removeEtcdAndNodes(ctx, ctl, victims, workers)
+}
+
+// removeEtcdAndNodes removes the victims' etcd members (one at a time) and
+// the victims' and workers' Nodes.
+func (h *hook) removeEtcdAndNodes(ctx context.Context, ctl *session, victims, workers []*Node) error {
+	t := h.topo
 	for _, victim := range victims {
-		if v, err = h.d.etcdState(ctx, ctl, t.Masters); err != nil {
+		v, err := h.d.etcdState(ctx, ctl, t.Masters)
+		if err != nil {
 			return err
 		}
 		if err := h.d.removeEtcdMember(ctx, ctl, v, victim, t.Masters, func(msg string) { h.note(ctx, "%s", msg) }); err != nil {
@@ -423,14 +441,23 @@ func (h *hook) healMastersEnd(ctx context.Context, victims, workers []*Node, bef
 		if err := h.joinMasters(ctx, ss, ms, []*Node{n}, script, hash, force); err != nil {
 			return err
 		}
+		if h.p.LB.Dedicated() {
+			continue
+		}
 		if _, err := h.configureLB(ctx, ss, []*Node{n}, t.Masters, t.Masters, true); err != nil {
 			return err
 		}
 	}
-	live := reachable(ss, t.Masters)
-	h.note(ctx, "putting %s back into HAProxy on %s", strings.Join(sortedNames(victims), ", "), strings.Join(sortedNames(live), ", "))
-	if _, err := h.configureLB(ctx, ss, live, t.Masters, t.Masters, false); err != nil {
-		return err
+	if h.p.LB.Dedicated() {
+		if err := h.reloadDedicatedLBs(ctx, t.Masters, nil); err != nil {
+			return err
+		}
+	} else {
+		live := reachable(ss, t.Masters)
+		h.note(ctx, "putting %s back into HAProxy on %s", strings.Join(sortedNames(victims), ", "), strings.Join(sortedNames(live), ", "))
+		if _, err := h.configureLB(ctx, ss, live, t.Masters, t.Masters, false); err != nil {
+			return err
+		}
 	}
 	v, err := h.d.waitEtcdWhole(ctx, ms, t.Masters, etcdHealthWait)
 	if err != nil {

@@ -47,13 +47,16 @@ func checkHA(t *Topology, fl *model.Flavour, p *Params, pkg driverapi.Package) e
 			problems = append(problems, fmt.Sprintf("the VIP %s (cluster_cp_name %s) is the address of node %s", t.VIP, p.Master.ClusterCPName, nd.Name))
 		}
 	}
-	if fl != nil {
+	// With dedicated load balancers the VIP is on their ports (checkLBPlan).
+	if fl != nil && !p.LB.Dedicated() {
 		if vc := fl.VipCPs[p.Master.ClusterCPName]; vc != nil && len(vc.Targets) > 0 && !slices.Contains(vc.Targets, p.Master.NICCPName) {
 			problems = append(problems, fmt.Sprintf("the VipCp %s targets %s, not the masters' nic_cp_name %s", vc.ID, strings.Join(vc.Targets, ", "), p.Master.NICCPName))
 		}
 	}
-	if err := checkVIPAllowed(pkg, fl, p, t.VIP); err != nil {
-		problems = append(problems, err.Error())
+	if !p.LB.Dedicated() {
+		if err := checkVIPAllowed(pkg, fl, p, t.VIP); err != nil {
+			problems = append(problems, err.Error())
+		}
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("HA control plane: %s", strings.Join(problems, "; "))
@@ -233,7 +236,7 @@ func checkHAPlan(fl *model.Flavour, p *Params, pkg driverapi.Package) error {
 	if len(vdus) == 0 {
 		// The VDUs whose CPs the VIP targets.
 		targets := []string{p.Master.NICCPName}
-		if vc := fl.VipCPs[cp]; vc != nil {
+		if vc := fl.VipCPs[cp]; vc != nil && !p.LB.Dedicated() { // dedicated: the VIP targets the LBs
 			targets = append(targets, vc.Targets...)
 		}
 		for id, v := range fl.VDUs {
@@ -253,8 +256,10 @@ func checkHAPlan(fl *model.Flavour, p *Params, pkg driverapi.Package) error {
 			problems = append(problems, fmt.Sprintf("the master VDU %s has vdu_profile min_number_of_instances %d: an HA control plane (cluster_cp_name %s is a VIP) needs an odd number of at least %d masters, as etcd keeps quorum only while a majority lives", id, v.MinInstances, cp, MinHAMasters))
 		}
 	}
-	if err := checkVIPAllowed(pkg, fl, p, ""); err != nil {
-		problems = append(problems, err.Error())
+	if !p.LB.Dedicated() {
+		if err := checkVIPAllowed(pkg, fl, p, ""); err != nil {
+			problems = append(problems, err.Error())
+		}
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("HA control plane: %s", strings.Join(problems, "; "))

@@ -29,6 +29,9 @@ type Role string
 const (
 	Master Role = "master"
 	Worker Role = "worker"
+	// LB is a dedicated load balancer (ha.lb_topology dedicated): not a
+	// Kubernetes node.
+	LB Role = "lb"
 )
 
 // Node is a VNFC that is a Kubernetes node.
@@ -69,6 +72,9 @@ type Topology struct {
 	// a port of its own (Tacker's vip_CP) that keepalived moves between the
 	// masters.
 	VIP string
+	// LBs are the dedicated load balancers (ha.lb_topology dedicated), in
+	// a stable order; nil when HAProxy and keepalived run on the masters.
+	LBs []*Node
 }
 
 // HA reports whether the control plane sits behind a VIP.
@@ -97,7 +103,7 @@ func (t *Topology) Without(vnfcIDs ...string) *Topology {
 	keep := func(ns []*Node) []*Node {
 		return slices.DeleteFunc(slices.Clone(ns), func(n *Node) bool { return slices.Contains(vnfcIDs, n.VnfcID) })
 	}
-	return &Topology{Masters: keep(t.Masters), Workers: keep(t.Workers), EndpointIP: t.EndpointIP, EndpointPort: t.EndpointPort, VIP: t.VIP}
+	return &Topology{Masters: keep(t.Masters), Workers: keep(t.Workers), EndpointIP: t.EndpointIP, EndpointPort: t.EndpointPort, VIP: t.VIP, LBs: t.LBs}
 }
 
 // Classify finds the masters and workers among the instance's VNFCs.
@@ -117,6 +123,9 @@ func Classify(info *model.InstantiatedVnfInfo, fl *model.Flavour, p *Params) (*T
 	names := map[string]string{}
 	for i := range info.VnfcResourceInfo {
 		v := &info.VnfcResourceInfo[i]
+		if p.LB.Dedicated() && v.VduID == p.LB.VduID {
+			continue // a load balancer (lbNodes)
+		}
 		isM, isW := matches(v, fl, &p.Master), matches(v, fl, &p.Worker)
 		if isM && isW {
 			problems = append(problems, fmt.Sprintf("VNFC %s (VDU %s) matches both master_node and worker_node; set their vdu_id or aspect_id apart", v.ID, v.VduID))
@@ -179,6 +188,13 @@ func Classify(info *model.InstantiatedVnfInfo, fl *model.Flavour, p *Params) (*T
 	if t.EndpointIP == "" {
 		return nil, fmt.Errorf("%s.master_node.cluster_cp_name %q is neither a connection point with an address on the master VNFC %s nor a port of its own (a VIP such as vip_CP)",
 			ParamKey, p.Master.ClusterCPName, t.Masters[0].VnfcID)
+	}
+	if p.LB.Dedicated() {
+		lbs, err := lbNodes(info, p)
+		if err != nil {
+			return nil, err
+		}
+		t.LBs = lbs
 	}
 	if !t.HA() && len(t.Masters) > 1 {
 		return nil, fmt.Errorf("%d master VNFCs but %s.master_node.cluster_cp_name %q is a master's own port: several masters need a virtual IP, a port of its own (Tacker's vip_CP) that every master port allows in allowed_address_pairs; name it in cluster_cp_name",

@@ -120,6 +120,9 @@ func plansFor(p *Params, nodes []*Node, fresh bool) []dialPlan {
 		if n.Role == Master {
 			np = &p.Master
 		}
+		if n.Role == LB {
+			np = &p.LB.Node
+		}
 		out = append(out, dialPlan{node: n, np: np, fresh: fresh})
 	}
 	return out
