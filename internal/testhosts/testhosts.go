@@ -33,6 +33,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -88,6 +89,8 @@ type Network struct {
 	byIP    map[netip.Addr]*Host
 	nextIdx int
 	closed  bool
+
+	lock *os.File // flock on the prefix, held while the network exists
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z][a-z0-9]{0,9}$`)
@@ -118,7 +121,15 @@ func NewNetwork(ctx context.Context, opts Options) (*Network, error) {
 	if opts.StateDir == "" {
 		opts.StateDir = filepath.Join(os.TempDir(), "testhosts-"+opts.Prefix)
 	}
+	// Another live process using this prefix holds its lock: wait for it
+	// instead of tearing its hosts down. A crashed owner's lock is gone with
+	// it, so what is left then is leftovers, safe to clean.
+	lock, err := lockPrefix(ctx, opts.Prefix)
+	if err != nil {
+		return nil, err
+	}
 	if err := Cleanup(ctx, opts.Prefix); err != nil {
+		_ = lock.Close()
 		return nil, fmt.Errorf("testhosts: cleanup of earlier runs: %w", err)
 	}
 	if err := resetStateDir(opts.StateDir); err != nil {
@@ -136,9 +147,11 @@ func NewNetwork(ctx context.Context, opts Options) (*Network, error) {
 		opts:     opts,
 		hosts:    map[string]*Host{},
 		byIP:     map[netip.Addr]*Host{},
+		lock:     lock,
 	}
 	if err := n.createCtl(ctx); err != nil {
 		_ = killNetns(context.Background(), n.ctl)
+		_ = lock.Close()
 		return nil, err
 	}
 	n.logf("network %s: %s gateway %s in netns %s", n.prefix, n.subnet, n.gateway, n.ctl)
@@ -500,7 +513,44 @@ func (n *Network) Close() error {
 		errs = append(errs, os.RemoveAll(n.stateDir))
 	}
 	n.logf("network %s down in %v", n.prefix, time.Since(t0).Round(time.Millisecond))
+	if n.lock != nil {
+		errs = append(errs, n.lock.Close()) // releases the flock
+	}
 	return errors.Join(errs...)
+}
+
+// lockPrefix takes an exclusive flock for a prefix, waiting (bounded by ctx,
+// at most 5 minutes) while another process holds it.
+func lockPrefix(ctx context.Context, prefix string) (*os.File, error) {
+	dir := filepath.Join(os.TempDir(), "testhosts-locks")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, prefix+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			_ = f.Close()
+			return nil, fmt.Errorf("testhosts: lock for prefix %s: %w", prefix, err)
+		}
+		if time.Now().After(deadline) {
+			_ = f.Close()
+			return nil, fmt.Errorf("testhosts: prefix %s is in use by another live process (lock %s); use another prefix", prefix, f.Name())
+		}
+		select {
+		case <-ctx.Done():
+			_ = f.Close()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // readTail returns the last lines of a log file, for error messages.
