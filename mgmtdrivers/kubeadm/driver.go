@@ -664,7 +664,7 @@ func (h *hook) checkAspect(aspectID string) error {
 			return fmt.Errorf("aspect %s scales the master VDU %s: scaling the control plane is not supported (an HA control plane keeps its odd number of masters; a failed master is healed); scale the workers' aspect", aspectID, m.VduID)
 		}
 	}
-	return nil
+	return checkLBAspect(a, aspectID, h.p)
 }
 
 func vnfcIDs(ns []*Node) []string {

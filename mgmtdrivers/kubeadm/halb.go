@@ -322,3 +322,16 @@ func (h *hook) reloadDedicatedLBs(ctx context.Context, backends, gone []*Node) e
 	_, err = h.configureLB(ctx, ss, live, backends, t.LBs, false)
 	return err
 }
+
+// checkLBAspect refuses scaling the dedicated load balancers' VDU: a new
+// LB would come up without HAProxy and keepalived, a removed one could be
+// the VIP holder.
+func checkLBAspect(a *model.ScalingAspect, aspectID string, p *Params) error {
+	if a == nil || !p.LB.Dedicated() {
+		return nil
+	}
+	if _, ok := a.VduDeltas[p.LB.VduID]; ok {
+		return fmt.Errorf("aspect %s scales the load-balancer VDU %s: scaling the dedicated load balancers is not supported; scale the workers' aspect", aspectID, p.LB.VduID)
+	}
+	return nil
+}

@@ -287,3 +287,18 @@ func TestClassifyDedicatedLBs(t *testing.T) {
 		t.Errorf("selectionParams %+v", sel.LB)
 	}
 }
+
+func TestCheckLBAspect(t *testing.T) {
+	p := dedicatedParams(t)
+	lbAspect := &model.ScalingAspect{VduDeltas: map[string]map[string]int{"lbNode": {"delta_1": 1}}}
+	if err := checkLBAspect(lbAspect, "lb_instance", p); err == nil || !strings.Contains(err.Error(), "aspect lb_instance scales the load-balancer VDU lbNode") {
+		t.Errorf("LB aspect: %v", err)
+	}
+	workers := &model.ScalingAspect{VduDeltas: map[string]map[string]int{"workerNode": {"delta_1": 1}}}
+	if err := checkLBAspect(workers, "worker_instance", p); err != nil {
+		t.Errorf("worker aspect: %v", err)
+	}
+	if err := checkLBAspect(lbAspect, "lb_instance", haParamsFor(t, nil)); err != nil {
+		t.Errorf("colocated: %v", err)
+	}
+}
