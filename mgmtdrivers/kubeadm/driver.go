@@ -796,7 +796,7 @@ func (d *Driver) HealStart(ctx context.Context, op *driverapi.Op) error {
 	if err := refuseLBHeal(h.op.Instance.InstantiatedVnfInfo, h.p, req.VnfcInstanceID); err != nil {
 		return err
 	}
-	targets := h.topo.All()
+	targets := append(h.topo.All(), h.topo.LBs...) // an entire heal replaces the LBs' servers too
 	var masters, workers []*Node
 	if len(req.VnfcInstanceID) > 0 {
 		targets = nil
@@ -915,7 +915,7 @@ func (d *Driver) HealEnd(ctx context.Context, op *driverapi.Op) error {
 func (d *Driver) forgetServers(ctx context.Context, h *hook, before map[string]serverAddr) error {
 	now := map[string]bool{}
 	if h.topo != nil {
-		for _, n := range h.topo.All() {
+		for _, n := range append(h.topo.All(), h.topo.LBs...) {
 			now[n.ServerID] = true
 		}
 	}
