@@ -96,6 +96,9 @@ func (d *Driver) connect(ctx context.Context, log *slog.Logger, plans []dialPlan
 		if err != nil {
 			return err
 		}
+		again := t
+		again.HostKeyPolicy = remote.HostKeyPin // the first connection pinned (or re-pinned) the key
+		x = &redialing{x: x, target: again, dial: d.dial, log: log.With("node", p.node.Name)}
 		s.mu.Lock()
 		s.m[p.node.VnfcID] = &session{node: p.node, x: x, log: log.With("node", p.node.Name)}
 		s.mu.Unlock()
@@ -162,3 +165,79 @@ func sortedNames(ns []*Node) []string {
 	sort.Strings(out)
 	return out
 }
+
+// redialing reconnects once when a connection dies before a command or
+// upload could start (a busy host resetting a fresh connection): nothing ran,
+// so running it again is safe. The key must still match the pin.
+type redialing struct {
+	mu      sync.Mutex
+	x       executor
+	target  remote.Target
+	dial    func(context.Context, remote.Target) (executor, error)
+	log     *slog.Logger
+	secrets []string
+}
+
+func (r *redialing) current() executor {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.x
+}
+
+// lostBeforeStart tells whether err means the command never started because the connection was gone.
+func lostBeforeStart(err error) bool {
+	var ce *remote.CommandError
+	return err != nil && errors.Is(err, remote.ErrConnectionLost) && (!errors.As(err, &ce) || ce.NotStarted)
+}
+
+func (r *redialing) reconnect(ctx context.Context, lost executor, cause error) (executor, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.x != lost { // another caller already reconnected
+		return r.x, nil
+	}
+	r.log.Warn("SSH connection lost before the command started; reconnecting once", "err", cause)
+	nx, err := r.dial(ctx, r.target)
+	if err != nil {
+		return nil, err
+	}
+	nx.AddSecrets(r.secrets...)
+	_ = lost.Close()
+	r.x = nx
+	return nx, nil
+}
+
+func (r *redialing) Run(ctx context.Context, cmd string, o remote.RunOpts) (remote.Result, error) {
+	x := r.current()
+	res, err := x.Run(ctx, cmd, o)
+	if lostBeforeStart(err) {
+		nx, derr := r.reconnect(ctx, x, err)
+		if derr != nil {
+			return res, fmt.Errorf("%w (reconnecting failed too: %v)", err, derr)
+		}
+		return nx.Run(ctx, cmd, o)
+	}
+	return res, err
+}
+
+func (r *redialing) UploadAsRoot(ctx context.Context, path string, data []byte, mode fs.FileMode) error {
+	x := r.current()
+	err := x.UploadAsRoot(ctx, path, data, mode)
+	if lostBeforeStart(err) {
+		nx, derr := r.reconnect(ctx, x, err)
+		if derr != nil {
+			return fmt.Errorf("%w (reconnecting failed too: %v)", err, derr)
+		}
+		return nx.UploadAsRoot(ctx, path, data, mode)
+	}
+	return err
+}
+
+func (r *redialing) AddSecrets(values ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.secrets = append(r.secrets, values...)
+	r.x.AddSecrets(values...)
+}
+
+func (r *redialing) Close() error { return r.current().Close() }
