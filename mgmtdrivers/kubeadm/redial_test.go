@@ -37,6 +37,7 @@ func TestRedialingRetriesOnlyCommandsThatNeverStarted(t *testing.T) {
 		retried bool
 	}{
 		{"lost before start", lost, true},
+		{"garbled channel open", &remote.CommandError{Host: "n1", NotStarted: true, Err: fmt.Errorf("open session: ssh: unexpected packet in response to channel open: <nil>")}, true},
 		{"lost while running", ranAndLost, false},
 		{"command failed", &remote.CommandError{Host: "n1", ExitCode: 1}, false},
 	} {

@@ -184,10 +184,16 @@ func (r *redialing) current() executor {
 	return r.x
 }
 
-// lostBeforeStart tells whether err means the command never started because the connection was gone.
+// lostBeforeStart tells whether err means the command never started: no
+// session could be opened (the connection was lost, or the channel open got
+// a garbled answer, seen from freshly replaced hosts), or an upload's
+// connection went away (uploads are atomic renames: safe to redo).
 func lostBeforeStart(err error) bool {
 	var ce *remote.CommandError
-	return err != nil && errors.Is(err, remote.ErrConnectionLost) && (!errors.As(err, &ce) || ce.NotStarted)
+	if errors.As(err, &ce) {
+		return ce.NotStarted
+	}
+	return err != nil && errors.Is(err, remote.ErrConnectionLost)
 }
 
 func (r *redialing) reconnect(ctx context.Context, lost executor, cause error) (executor, error) {
@@ -196,7 +202,7 @@ func (r *redialing) reconnect(ctx context.Context, lost executor, cause error) (
 	if r.x != lost { // another caller already reconnected
 		return r.x, nil
 	}
-	r.log.Warn("SSH connection lost before the command started; reconnecting once", "err", cause)
+	r.log.Warn("no SSH session could be opened; reconnecting once", "err", cause)
 	nx, err := r.dial(ctx, r.target)
 	if err != nil {
 		return nil, err
