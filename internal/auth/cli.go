@@ -37,26 +37,46 @@ type CommandIO struct {
 // RunCommand runs `vnfm auth <args>`.
 func RunCommand(ctx context.Context, args []string, cio CommandIO) error {
 	if len(args) == 0 {
-		return errors.New("auth: say hash-password or client add|list|delete\n" + CommandUsage)
+		return &UsageError{"auth: say hash-password or client add|list|delete"}
 	}
 	switch args[0] {
 	case "hash-password":
 		return hashPasswordCmd(args[1:], cio)
 	case "client":
 		if len(args) < 2 {
-			return errors.New("auth client: say add, list or delete")
+			return &UsageError{"auth client: say add, list or delete"}
 		}
 		return clientCmd(ctx, args[1], args[2:], cio)
 	}
-	return fmt.Errorf("auth: unknown subcommand %q\n%s", args[0], CommandUsage)
+	return &UsageError{fmt.Sprintf("auth: unknown subcommand %q", args[0])}
+}
+
+// UsageError is a command line that cannot be run (unknown subcommand, flag
+// or argument); callers print CommandUsage and exit 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// parseFlags parses a flag set; errors other than -h become *UsageError.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &UsageError{fs.Name() + ": " + err.Error()}
+	}
+	return nil
 }
 
 func hashPasswordCmd(args []string, cio CommandIO) error {
 	fs := flag.NewFlagSet("auth hash-password", flag.ContinueOnError)
 	fs.SetOutput(cio.Stderr)
 	iter := fs.Int("iterations", DefaultIterations, "PBKDF2-SHA256 iterations")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return &UsageError{fmt.Sprintf("auth hash-password: unexpected argument %q", fs.Arg(0))}
 	}
 	pw, err := ReadPassword(cio.Stdin, cio.Stderr)
 	if err != nil {
@@ -76,16 +96,16 @@ func parseWithName(fs *flag.FlagSet, args []string) (string, error) {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return "", err
 	}
 	if name == "" && fs.NArg() > 0 {
 		name = fs.Arg(0)
 	} else if fs.NArg() > 0 {
-		return "", fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		return "", &UsageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
 	}
 	if name == "" {
-		return "", fmt.Errorf("%s: give the client id", fs.Name())
+		return "", &UsageError{fs.Name() + ": give the client id"}
 	}
 	return name, nil
 }
@@ -117,6 +137,14 @@ func clientCmd(ctx context.Context, sub string, args []string, cio CommandIO) er
 			return nil
 		}
 	case "list":
+		fs := flag.NewFlagSet("auth client list", flag.ContinueOnError)
+		fs.SetOutput(cio.Stderr)
+		if err := parseFlags(fs, args); err != nil {
+			return err
+		}
+		if fs.NArg() > 0 {
+			return &UsageError{fmt.Sprintf("auth client list: unexpected argument %q", fs.Arg(0))}
+		}
 		run = func(st ClientAdmin) error {
 			cs, err := st.ListAuthClients(ctx)
 			if err != nil {
@@ -146,7 +174,7 @@ func clientCmd(ctx context.Context, sub string, args []string, cio CommandIO) er
 			return nil
 		}
 	default:
-		return fmt.Errorf("auth client: unknown subcommand %q; say add, list or delete", sub)
+		return &UsageError{fmt.Sprintf("auth client: unknown subcommand %q; say add, list or delete", sub)}
 	}
 	st, closeStore, err := cio.OpenStore(ctx)
 	if err != nil {
