@@ -712,10 +712,12 @@ func (s *Service) RotateVimKeys(ctx context.Context) (int, error) {
 
 // resolveVims completes the vimConnectionInfo of an instantiate request:
 //   - an entry with vimId gets vimType, interfaceInfo and accessInfo from the
-//     registered VIM and its decrypted credentials (accessInfo, interfaceInfo
-//     and extra given in the entry are layered on top, e.g. a region);
+//     registered VIM and its decrypted credentials (hints given in the entry,
+//     e.g. a region, are layered on top; what would send the credentials
+//     elsewhere or weaken TLS for them is refused: checkBinding);
 //   - an entry with inline accessInfo passes through;
-//   - an entry with neither uses the default VIM if its type matches;
+//   - an entry with neither uses the default VIM if its type matches (with
+//     the same checkBinding rule);
 //   - an empty request gets the default VIM (none: nil, no error).
 //
 // vimType names are normalized (NormalizeVimType). The result holds
@@ -847,6 +849,9 @@ func (s *Service) vimConnection(v *store.Vim, c model.VimConnectionInfo, i int) 
 			vcExtra = map[string]any{"namespace": ns}
 		}
 	}
+	if err := checkBinding(v, c, i, iface); err != nil {
+		return c, err
+	}
 	out := model.VimConnectionInfo{ID: c.ID, VimID: v.ID, VimType: typ, InterfaceInfo: iface, AccessInfo: access, Extra: vcExtra}
 	if out.ID == "" {
 		out.ID = v.ID
@@ -864,4 +869,69 @@ func (s *Service) vimConnection(v *store.Vim, c model.VimConnectionInfo, i int) 
 		maps.Copy(*layer.dst, layer.src)
 	}
 	return out, nil
+}
+
+// The keys of vimConnectionInfo that say where a VIM's credentials go and how
+// the server checks who answers there, in every spelling a driver reads
+// (internal/infra/openstack accessOf). For a registered VIM they come from
+// the registry only.
+var (
+	endpointKeys = []string{"endpoint", "authUrl", "auth_url"}
+	caCertKeys   = []string{"ssl_ca_cert", "caCert", "cacert", "sslCaCert"}
+	certVerify   = []string{"cert_verify", "certVerify"}
+	skipVerify   = "skipCertificateVerification"
+	// regionKeys are the one hint accessInfo may carry next to stored credentials.
+	regionKeys = []string{"region", "regionName", "region_name"}
+)
+
+// checkBinding keeps stored credentials bound to the VIM they were registered
+// with: a request entry that uses them (vimId, or the default VIM) may repeat
+// the registered endpoint and CA, ask for stricter TLS and pass hints (a
+// region, extra, other interfaceInfo), but not send them elsewhere, trust
+// another CA, skip certificate checks, or add or replace accessInfo values (a
+// request with its own credentials gives accessInfo without vimId, and then
+// only those are used). iface is the registered interfaceInfo.
+func checkBinding(v *store.Vim, c model.VimConnectionInfo, i int, iface map[string]any) error {
+	which := fmt.Sprintf("VIM %s (%s)", v.Name, v.ID)
+	if c.VimID == "" {
+		which = fmt.Sprintf("the default VIM %s (%s)", v.Name, v.ID)
+	}
+	field := func(section, k string) string { return fmt.Sprintf("vimConnectionInfo[%d].%s.%s", i, section, k) }
+	refuse := func(section, k, why string) error {
+		return errorf(KindUnprocessable, "%s: this entry uses the stored credentials of %s, which go only to its registered endpoint %s with its TLS settings; %s. "+
+			"Drop %s, or give your own credentials in accessInfo (with interfaceInfo.endpoint) and no vimId",
+			field(section, k), which, v.Auth.AuthURL, why, field(section, k))
+	}
+	for _, sec := range []struct {
+		name string
+		m    map[string]any
+	}{{"interfaceInfo", c.InterfaceInfo}, {"accessInfo", c.AccessInfo}} {
+		for _, k := range slices.Sorted(maps.Keys(sec.m)) {
+			val := sec.m[k]
+			switch {
+			case slices.Contains(regionKeys, k):
+			case slices.Contains(endpointKeys, k):
+				s, _ := val.(string)
+				if strings.TrimRight(strings.TrimSpace(s), "/") != strings.TrimRight(v.Auth.AuthURL, "/") {
+					return refuse(sec.name, k, fmt.Sprintf("the request names the endpoint %v", val))
+				}
+			case slices.Contains(caCertKeys, k):
+				s, _ := val.(string)
+				if reg, _ := iface["ssl_ca_cert"].(string); strings.TrimSpace(s) != strings.TrimSpace(reg) {
+					return refuse(sec.name, k, "a request cannot make the server trust another CA for them")
+				}
+			case k == skipVerify:
+				if on, err := vim.Bool(val); err != nil || (on && iface[skipVerify] != true) {
+					return refuse(sec.name, k, "a request cannot turn certificate verification off for them")
+				}
+			case slices.Contains(certVerify, k):
+				if on, err := vim.Bool(val); err != nil || (!on && iface[skipVerify] != true) {
+					return refuse(sec.name, k, "a request cannot turn certificate verification off for them")
+				}
+			case sec.name == "accessInfo":
+				return refuse(sec.name, k, "a request cannot add to or replace them (only a region may be given)")
+			}
+		}
+	}
+	return nil
 }

@@ -300,11 +300,37 @@ func TestResolveVims(t *testing.T) {
 			"vimConnectionInfo[0].vimId 00000000-0000-0000-0000-000000000001 is not a registered VIM"},
 		{"malformed vimId", []model.VimConnectionInfo{{ID: "v", VimID: "vim-a"}}, nil, "vimId vim-a is not a registered VIM"},
 		{"type mismatch", []model.VimConnectionInfo{{ID: "v", VimID: k1.ID, VimType: "openstack"}}, nil, `vimType "openstack" does not match VIM k1`},
+		{"by vimId, the registered endpoint and a stricter TLS repeated", []model.VimConnectionInfo{{ID: "vim1", VimID: os1.ID,
+			InterfaceInfo: map[string]any{"endpoint": w.ks.URL() + "/", "skipCertificateVerification": false}}},
+			func() []model.VimConnectionInfo {
+				c := withID(osWant, "vim1")
+				c.InterfaceInfo = map[string]any{"endpoint": w.ks.URL() + "/", "skipCertificateVerification": false}
+				return []model.VimConnectionInfo{c}
+			}(), ""},
+		// Stored credentials stay bound to their VIM (issue 14, item 1).
+		{"default VIM, another endpoint", []model.VimConnectionInfo{{ID: "x", VimType: "openstack", InterfaceInfo: map[string]any{"endpoint": "http://127.0.0.1:5999/v3"}}}, nil,
+			"vimConnectionInfo[0].interfaceInfo.endpoint: this entry uses the stored credentials of the default VIM os1"},
+		{"by vimId, another endpoint", []model.VimConnectionInfo{{ID: "x", VimID: os1.ID, InterfaceInfo: map[string]any{"endpoint": "http://127.0.0.1:5999/v3"}}}, nil,
+			"vimConnectionInfo[0].interfaceInfo.endpoint: this entry uses the stored credentials of VIM os1"},
+		{"by vimId, endpoint in accessInfo", []model.VimConnectionInfo{{ID: "x", VimID: os1.ID, AccessInfo: map[string]any{"auth_url": "http://127.0.0.1:5999/v3"}}}, nil,
+			"vimConnectionInfo[0].accessInfo.auth_url"},
+		{"by vimId, TLS off", []model.VimConnectionInfo{{ID: "x", VimID: k1.ID, InterfaceInfo: map[string]any{"skipCertificateVerification": true}}}, nil,
+			"interfaceInfo.skipCertificateVerification: this entry uses the stored credentials of VIM k1"},
+		{"by vimId, cert_verify False", []model.VimConnectionInfo{{ID: "x", VimID: k1.ID, AccessInfo: map[string]any{"cert_verify": "False"}}}, nil,
+			"accessInfo.cert_verify"},
+		{"by vimId, another CA", []model.VimConnectionInfo{{ID: "x", VimID: k1.ID, InterfaceInfo: map[string]any{"ssl_ca_cert": "-----BEGIN CERTIFICATE-----"}}}, nil,
+			"cannot make the server trust another CA"},
+		{"by vimId, credentials added", []model.VimConnectionInfo{{ID: "x", VimID: os1.ID, AccessInfo: map[string]any{"username": "other"}}}, nil,
+			"vimConnectionInfo[0].accessInfo.username"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := w.svc.resolveVims(ctx, tc.req)
 			if tc.err != "" {
-				wantKind(t, err, KindInvalid, tc.err)
+				kind := KindInvalid
+				if strings.Contains(tc.err, "Info.") || strings.Contains(tc.err, "another CA") {
+					kind = KindUnprocessable
+				}
+				wantKind(t, err, kind, tc.err)
 				return
 			}
 			if err != nil {
