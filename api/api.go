@@ -46,6 +46,9 @@ type Config struct {
 	Subscriptions *notify.Subscriptions
 	// Auth authenticates and authorizes requests (nil: authentication off).
 	Auth *auth.Authenticator
+	// AllowedOrigins are browser origins (scheme://host[:port]) besides
+	// EndpointURL's own that may call the API (VNFM_ALLOWED_ORIGINS).
+	AllowedOrigins []string
 }
 
 // API is the HTTP handler set.
@@ -110,7 +113,7 @@ func schemaFields(doc *openapi3.T, name string, drop ...string) (*sol013.Field, 
 
 func (a *API) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(a.recoverer, a.cleanPath, a.requestID, a.observe, a.authenticate)
+	r.Use(a.recoverer, a.cleanPath, a.requestID, a.observe, a.originCheck, a.strictQuery, a.authenticate)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, problemf(http.StatusNotFound, fmt.Sprintf("no resource at %s; the VNF LCM API lives under /vnflcm/v1 (spec: /vnflcm/v1/openapi.yaml)", r.URL.Path)))
 	})

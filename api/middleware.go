@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"regexp"
 	"runtime/debug"
@@ -150,8 +149,9 @@ func (a *API) version(next http.Handler) http.Handler {
 	})
 }
 
-// readJSON reads a bounded request body, rejects non-JSON and malformed JSON
-// with precise messages, and hands the body to the handler via the context.
+// readJSON reads a bounded request body, rejects other media types (415),
+// malformed JSON and sealed values with precise messages, and hands the body
+// to the handler via the context.
 func (a *API) readJSON(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body []byte
@@ -168,17 +168,14 @@ func (a *API) readJSON(next http.Handler) http.Handler {
 			}
 			body = b
 		}
-		if len(bytes.TrimSpace(body)) > 0 {
-			if ct := r.Header.Get("Content-Type"); ct != "" {
-				mt, _, err := mime.ParseMediaType(ct)
-				// curl -d sends form encoding by default; a JSON body is what counts.
-				jsonish := mt == "application/json" || mt == "application/merge-patch+json" || strings.HasSuffix(mt, "+json") ||
-					mt == "application/x-www-form-urlencoded"
-				if err != nil || !jsonish {
-					a.writeProblem(w, r, problemf(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not supported; send application/json (application/merge-patch+json for PATCH)", ct)))
-					return
-				}
+		hasBody := len(bytes.TrimSpace(body)) > 0
+		if writeMethod(r.Method) || hasBody {
+			if err := checkMedia(r, hasBody, ruleFor(r)); err != nil {
+				a.writeProblem(w, r, err)
+				return
 			}
+		}
+		if hasBody {
 			if !utf8.Valid(body) {
 				a.writeProblem(w, r, problemf(http.StatusBadRequest, "request body is not valid UTF-8; JSON must be UTF-8 encoded (RFC 8259 §8.1)"))
 				return
@@ -187,9 +184,11 @@ func (a *API) readJSON(next http.Handler) http.Handler {
 				a.writeProblem(w, r, problemf(http.StatusBadRequest, err.Error()))
 				return
 			}
-		}
-		if ct := r.Header.Get("Content-Type"); len(bytes.TrimSpace(body)) > 0 && (ct == "" || strings.HasPrefix(ct, "application/x-www-form-urlencoded")) {
-			r.Header.Set("Content-Type", "application/json")
+			if p, ok := sealedInRequest(body); ok {
+				a.writeProblem(w, r, problemf(http.StatusBadRequest, fmt.Sprintf(
+					"the value at %s looks like a value sealed by the VNFM (enc:v…); sealed values are never accepted from clients: send the plaintext", p)))
+				return
+			}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyBody, body)))

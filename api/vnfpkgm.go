@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
 	"path"
 	"strings"
@@ -31,7 +30,7 @@ var packageFields = func() *sol013.Field {
 	checksum := &sol013.Field{Kind: sol013.KindObject, Props: map[string]*sol013.Field{"algorithm": str(), "hash": str()}}
 	image := &sol013.Field{Kind: sol013.KindObject, Props: map[string]*sol013.Field{
 		"id": str(), "name": str(), "provider": str(), "version": str(), "checksum": checksum,
-		"containerFormat": str(), "diskFormat": str(), "createdAt": str(), "minDisk": {Kind: sol013.KindNumber},
+		"containerFormat": str(), "diskFormat": str(), "createdAt": {Kind: sol013.KindDateTime}, "minDisk": {Kind: sol013.KindNumber},
 		"minRam": {Kind: sol013.KindNumber}, "size": {Kind: sol013.KindNumber}, "userMetadata": free(), "imagePath": str()}}
 	artifact := &sol013.Field{Kind: sol013.KindObject, Props: map[string]*sol013.Field{"artifactPath": str(), "checksum": checksum, "metadata": free()}}
 	return &sol013.Field{Kind: sol013.KindObject, Props: map[string]*sol013.Field{
@@ -189,12 +188,9 @@ func (a *API) deletePackage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) putPackageContent(w http.ResponseWriter, r *http.Request) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, _ := mime.ParseMediaType(ct)
-		if mt != "application/zip" && mt != "application/octet-stream" && mt != "multipart/form-data" {
-			a.writeProblem(w, r, problemf(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not supported; send the CSAR as application/zip", ct)))
-			return
-		}
+	if err := checkMedia(r, true, zipOnly); err != nil {
+		a.writeProblem(w, r, err)
+		return
 	}
 	max := a.cfg.Packages.MaxBytes()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
@@ -206,12 +202,6 @@ func (a *API) putPackageContent(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		a.writeProblem(w, r, problemf(http.StatusBadRequest, "cannot read the package: "+err.Error()))
 		return
-	}
-	if mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
-		if body, err = firstPart(body, params["boundary"]); err != nil {
-			a.writeProblem(w, r, problemf(http.StatusBadRequest, "multipart upload: "+err.Error()))
-			return
-		}
 	}
 	if err := a.cfg.Packages.Upload(r.Context(), chi.URLParam(r, "id"), body); err != nil {
 		a.writeProblem(w, r, err)
@@ -269,21 +259,4 @@ func (a *API) getArtifact(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", ct)
 	_, _ = w.Write(b)
-}
-
-// firstPart returns the first file of a multipart/form-data body (some clients upload that way).
-func firstPart(body []byte, boundary string) ([]byte, error) {
-	if boundary == "" {
-		return nil, errors.New("no boundary")
-	}
-	mr := multipartReader(body, boundary)
-	p, err := mr.NextPart()
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(p)
-}
-
-func multipartReader(body []byte, boundary string) *multipart.Reader {
-	return multipart.NewReader(bytes.NewReader(body), boundary)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,9 @@ type Config struct {
 	SecretKeyFile string `env:"VNFM_SECRET_KEY_FILE"`
 	// SecretKeysOld lists retired keys that still open stored values.
 	SecretKeysOld string `env:"VNFM_SECRET_KEYS_OLD"`
+	// AllowedOrigins are browser origins, besides the VNFM's own
+	// (VNFM_ENDPOINT_URL), allowed to call the API (README "Security").
+	AllowedOrigins []string `env:"VNFM_ALLOWED_ORIGINS" envSeparator:","`
 	// Auth configures API authentication (VNFM_AUTH*, see internal/auth.Settings).
 	Auth auth.Settings
 }
@@ -70,6 +74,14 @@ func Load() (*Config, error) {
 	c.EndpointURL = strings.TrimRight(c.EndpointURL, "/")
 	if _, err := c.Auth.Enabled(c.Listen); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
+	}
+	for i, o := range c.AllowedOrigins {
+		o = strings.TrimSpace(o)
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			return nil, fmt.Errorf("config: VNFM_ALLOWED_ORIGINS: %q is not an origin; write scheme://host[:port], e.g. https://nfvo-ui.example:8443", o)
+		}
+		c.AllowedOrigins[i] = strings.TrimRight(o, "/")
 	}
 	if c.Workers < 1 || c.PageSize < 1 || c.Lease < time.Second {
 		return nil, errors.New("config: VNFM_WORKERS and VNFM_PAGE_SIZE must be ≥ 1 and VNFM_LEASE ≥ 1s")

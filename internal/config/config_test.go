@@ -110,3 +110,33 @@ func TestSecretKeyGenerated(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadRefusesHalfSettings: security settings that cannot be what the
+// operator meant stop the server at start, naming the variable.
+func TestLoadRefusesHalfSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+	}{
+		{"origin with a path", map[string]string{"VNFM_ALLOWED_ORIGINS": "https://ui.example/app"}, "VNFM_ALLOWED_ORIGINS"},
+		{"origin without scheme", map[string]string{"VNFM_ALLOWED_ORIGINS": "ui.example:8443"}, "VNFM_ALLOWED_ORIGINS"},
+		{"origins", map[string]string{"VNFM_ALLOWED_ORIGINS": "https://ui.example:8443/, http://127.0.0.1:3000"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			_, err := Load()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err %v, want one naming %s", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -157,7 +157,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	notifier := notify.New(notify.Config{Store: st, Box: box, BaseURL: cfg.EndpointURL, Logger: log, Metrics: m,
 		BackoffMin: cfg.NotifyBackoffMin, BackoffMax: cfg.NotifyBackoffMax, RetryFor: cfg.NotifyRetryFor, Poll: cfg.Poll})
 	apiCfg := api.Config{Service: svc, Packages: pkgs, EndpointURL: cfg.EndpointURL, Logger: log, Metrics: m,
-		PageSize: cfg.PageSize, MaxBodyBytes: cfg.MaxBodyBytes,
+		PageSize: cfg.PageSize, MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins,
 		Subscriptions: notify.NewSubscriptions(notifier, cfg.TestCallbacks)}
 	if engine != nil {
 		apiCfg.Wake = engine.Wake

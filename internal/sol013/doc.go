@@ -17,9 +17,14 @@
 //     term matches if any reached value matches.
 //   - Values are compared by the JSON type found in the document: strings by
 //     bytes, numbers exactly as decimals, booleans against "true"/"false".
-//     gt/gte/lt/lte compare numbers numerically and strings byte-wise, which
-//     orders RFC 3339 timestamps of the same shape correctly. cont is a
-//     substring test on strings.
+//     gt/gte/lt/lte compare numbers numerically and strings byte-wise. cont
+//     is a substring test on strings.
+//   - Date-time attributes (KindDateTime: OpenAPI format date-time) compare
+//     as instants at microsecond precision, whatever their fractional
+//     digits or offset: filter values must be RFC 3339 date-times, cont and
+//     ncont do not apply, and document strings that are not date-times
+//     match no positive operator. Match knows an attribute's kind only
+//     after Validate.
 //   - neq, nin and ncont are the exact negations of eq, in and cont, so they
 //     match when the attribute is missing.
 //

@@ -78,6 +78,8 @@ type Term struct {
 	// Offset is the byte offset of the term's '(' in the parsed input, used
 	// in error messages; it is 0 for terms built in code.
 	Offset int
+	// kind is the attribute's kind, recorded by Validate (KindAny before).
+	kind Kind
 }
 
 // Filter is a parsed SOL013 attribute-based filter: the AND of its terms.

@@ -23,6 +23,13 @@ func (t Term) match(doc map[string]any) bool {
 	hit := false
 	for _, x := range pathItems(doc, t.Path) {
 		for _, s := range leafValues(x) {
+			if t.kind == KindDateTime {
+				if matchInstant(op, s, t.Values) {
+					hit = true
+					break
+				}
+				continue
+			}
 			if matchValue(op, s, t.Values) {
 				hit = true
 				break
@@ -103,19 +110,36 @@ func matchValue(op Op, x any, values []string) bool {
 		}
 	case OpGt, OpGte, OpLt, OpLte:
 		c, ok := compareValue(x, values[0])
-		if !ok {
-			return false
+		return ok && ordered(op, c)
+	}
+	return false
+}
+
+// matchInstant applies a positive operator to a date-time value.
+func matchInstant(op Op, x any, values []string) bool {
+	switch op {
+	case OpEq, OpIn:
+		for _, v := range values {
+			if c, ok := compareInstant(x, v); ok && c == 0 {
+				return true
+			}
 		}
-		switch op {
-		case OpGt:
-			return c > 0
-		case OpGte:
-			return c >= 0
-		case OpLt:
-			return c < 0
-		default:
-			return c <= 0
-		}
+		return false
+	}
+	c, ok := compareInstant(x, values[0])
+	return ok && ordered(op, c)
+}
+
+func ordered(op Op, c int) bool {
+	switch op {
+	case OpGt:
+		return c > 0
+	case OpGte:
+		return c >= 0
+	case OpLt:
+		return c < 0
+	case OpLte:
+		return c <= 0
 	}
 	return false
 }

@@ -3,6 +3,7 @@ package sol013
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -173,6 +174,51 @@ func TestDecimal(t *testing.T) {
 	for _, bad := range []string{"", "-", "01", "1.", ".5", "+1", "1e", "1e+", "0x10", "NaN", "Inf", "1_0", " 1", "1e1001"} {
 		if _, ok := filterNumber(bad); ok {
 			t.Errorf("filterNumber(%q) accepted", bad)
+		}
+	}
+}
+
+// TestMatchInstants: a date-time attribute matches the same instant however
+// it is written (fractional digits, offset), once the filter is validated.
+func TestMatchInstants(t *testing.T) {
+	root := testRoot(t)
+	docs := map[string]string{
+		"go":      `{"createdAt":"2024-01-15T10:00:00.1Z"}`,
+		"six":     `{"createdAt":"2024-01-15T10:00:00.100000Z"}`,
+		"offset":  `{"createdAt":"2024-01-15T11:00:00.1+01:00"}`,
+		"other":   `{"createdAt":"2024-01-15T10:00:00.2Z"}`,
+		"garbage": `{"createdAt":"soon"}`,
+		"none":    `{}`,
+	}
+	tests := []struct {
+		filter string
+		want   []string
+	}{
+		{"(eq,createdAt,2024-01-15T10:00:00.1Z)", []string{"go", "offset", "six"}},
+		{"(eq,createdAt,2024-01-15T10:00:00.100000Z)", []string{"go", "offset", "six"}},
+		{"(eq,createdAt,2024-01-15T05:00:00.1-05:00)", []string{"go", "offset", "six"}},
+		{"(neq,createdAt,2024-01-15T10:00:00.1Z)", []string{"garbage", "none", "other"}},
+		{"(gt,createdAt,2024-01-15T10:00:00.1Z)", []string{"other"}},
+		{"(lte,createdAt,2024-01-15T10:00:00.10000001Z)", []string{"go", "offset", "six"}},
+		{"(in,createdAt,2024-01-15T10:00:00.2Z,2020-01-01T00:00:00Z)", []string{"other"}},
+	}
+	for _, tt := range tests {
+		f, err := ParseFilter(tt.filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Validate(root); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for name, d := range docs {
+			if f.Match(decodeDoc(t, d, true)) {
+				got = append(got, name)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s matched %v, want %v", tt.filter, got, tt.want)
 		}
 	}
 }

@@ -13,6 +13,8 @@ type Kind int
 
 // Attribute kinds. KindAny is a value of unknown type (a free-form member
 // such as metadata/<key>): every operator and every sub-path is allowed.
+// KindDateTime is a string holding an RFC 3339 date-time (OpenAPI format
+// date-time): filters compare it as an instant, not as text.
 const (
 	KindAny Kind = iota
 	KindString
@@ -20,6 +22,7 @@ const (
 	KindBoolean
 	KindObject
 	KindArray
+	KindDateTime
 )
 
 func (k Kind) String() string {
@@ -34,6 +37,8 @@ func (k Kind) String() string {
 		return "object"
 	case KindArray:
 		return "array"
+	case KindDateTime:
+		return "date-time"
 	}
 	return "any"
 }
@@ -74,6 +79,9 @@ func fromSchema(s *openapi3.Schema, seen map[*openapi3.Schema]*Field) *Field {
 	switch typeOf(s) {
 	case "string":
 		f.Kind = KindString
+		if s.Format == "date-time" {
+			f.Kind = KindDateTime
+		}
 	case "number", "integer":
 		f.Kind = KindNumber
 	case "boolean":

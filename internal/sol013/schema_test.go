@@ -22,6 +22,7 @@ const testSchemaJSON = `{
     "ratio": {"type": "number"},
     "enabled": {"type": "boolean"},
     "createdAt": {"type": "string", "format": "date-time"},
+    "updatedAt": {"type": "array", "items": {"type": "string", "format": "date-time"}},
     "tags": {"type": "array", "items": {"type": "string"}},
     "scores": {"type": "array", "items": {"type": "number"}},
     "vimConnectionInfo": {"type": "array", "items": {"type": "object", "properties": {
@@ -98,7 +99,7 @@ func TestFieldsFromOpenAPI(t *testing.T) {
 func TestLookupErrors(t *testing.T) {
 	root := testRoot(t)
 	tests := []struct{ path, msg string }{
-		{"vnfInstanceNam", `unknown attribute "vnfInstanceNam"; valid top-level attributes are _links, createdAt, enabled, extensions, id, instantiatedVnfInfo, instantiationState, metadata, ratio, scores, size, tags, vimConnectionInfo, vnfInstanceName, vnfdVersion`},
+		{"vnfInstanceNam", `unknown attribute "vnfInstanceNam"; valid top-level attributes are _links, createdAt, enabled, extensions, id, instantiatedVnfInfo, instantiationState, metadata, ratio, scores, size, tags, updatedAt, vimConnectionInfo, vnfInstanceName, vnfdVersion`},
 		{"instantiatedVnfInfo/vnfstate", `unknown attribute "instantiatedVnfInfo/vnfstate"; valid attributes of "instantiatedVnfInfo" are flavourId, scaleStatus, vnfState, vnfcResourceInfo`},
 		{"vimConnectionInfo/vimtype", `valid attributes of "vimConnectionInfo" are accessInfo, id, vimType`},
 		{"id/x", `attribute "id" is a string and has no attribute "x"`},

@@ -17,13 +17,10 @@ import (
 //
 // For SQL to agree with Match, a mapped column must hold the attribute's
 // value whenever the document has a value of the schema's JSON type there,
-// and NULL otherwise (e.g. a generated column). timestamptz columns are not
-// supported: Match compares date-time strings lexically, and a timestamptz
-// comparison would give different answers for differently written
-// instants. Leave such attributes to the document, or map a text column
-// that holds the exact string. gt/gte/lt/lte on text columns compare with
-// COLLATE "C" (byte order), so only an index with that collation helps
-// them.
+// and NULL otherwise (e.g. a generated column). A date-time attribute
+// (KindDateTime) maps to a timestamptz column: both sides compare instants.
+// gt/gte/lt/lte on text columns compare with COLLATE "C" (byte order), so
+// only an index with that collation helps them.
 //
 // Keys and column expressions come from the program, never from a request.
 type SQLColumns map[string]string
@@ -68,6 +65,8 @@ func (f *Filter) SQL(docColumn string, cols SQLColumns, root *Field, argOffset i
 				return "", nil, err
 			}
 			cond = c
+		} else if t.kind == KindDateTime { // recorded by Validate
+			cond = b.docInstantCond(t, docColumn)
 		} else {
 			cond = b.docCond(t, docColumn)
 		}
@@ -112,6 +111,9 @@ func (b *sqlBuilder) columnCond(t Term, col string, kind Kind) (string, error) {
 		}
 	case KindBoolean:
 		cast = "::boolean"
+	case KindDateTime:
+		cast = "::timestamptz"
+		t.Values = instantValues(t.Values)
 	default:
 		return "", fmt.Errorf("sol013: column mapping for %q: a %s attribute cannot be mapped to a column", t.attr(), kind)
 	}
@@ -189,6 +191,45 @@ func (b *sqlBuilder) docCond(t Term, doc string) string {
 	varsJSON, _ := json.Marshal(vars) // RawMessages are valid JSON
 	return "jsonb_path_exists(" + doc + ", " + b.arg(path+" ? ("+strings.Join(preds, " || ")+")") +
 		"::jsonpath, " + b.arg(string(varsJSON)) + "::jsonb)"
+}
+
+// docInstantCond builds the positive condition for a term on a date-time
+// attribute of the jsonb document: every reached string that has the shape
+// of a date-time is cast to timestamptz (CASE keeps the cast from running
+// on anything else) and compared with the filter's instants.
+func (b *sqlBuilder) docInstantCond(t Term, doc string) string {
+	from := "jsonb_path_query(" + doc + ", " + b.arg(jsonPath(t.Path)+"[*][*]") + "::jsonpath)"
+	v := "CASE WHEN jsonb_typeof(sol013_v) = 'string' AND (sol013_v #>> '{}') ~ " + b.arg(instantPattern) +
+		" THEN (sol013_v #>> '{}')::timestamptz END"
+	vals := instantValues(t.Values)
+	var pred string
+	switch op := t.Op.positive(); op {
+	case OpEq:
+		pred = v + " = " + b.arg(vals[0]) + "::timestamptz"
+	case OpIn:
+		ps := make([]string, len(vals))
+		for i, x := range vals {
+			ps[i] = b.arg(x) + "::timestamptz"
+		}
+		pred = v + " IN (" + strings.Join(ps, ", ") + ")"
+	default:
+		pred = v + " " + sqlCmp[op] + " " + b.arg(vals[0]) + "::timestamptz"
+	}
+	return "EXISTS (SELECT 1 FROM " + from + " AS sol013(sol013_v) WHERE " + pred + ")"
+}
+
+// instantValues normalises date-time filter values (checked by Validate)
+// to UTC at microsecond precision.
+func instantValues(vals []string) []string {
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		if t, ok := parseInstant(v); ok {
+			out[i] = sqlInstant(t)
+		} else {
+			out[i] = v // unreachable after Validate; PostgreSQL reports it
+		}
+	}
+	return out
 }
 
 // int64Values rewrites numeric filter values as plain integers ("1e1" →

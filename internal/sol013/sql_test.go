@@ -21,6 +21,7 @@ var testColumns = SQLColumns{
 	"size":                          "size",
 	"enabled":                       "enabled",
 	"instantiatedVnfInfo/flavourId": "flavour",
+	"createdAt":                     "created",
 }
 
 func TestSQLText(t *testing.T) {
@@ -46,9 +47,15 @@ func TestSQLText(t *testing.T) {
 		{"(in,tags,true,x)",
 			`jsonb_path_exists(doc, $3::text::jsonpath, $4::text::jsonb)`,
 			[]any{`$."tags" ? (@ == $s0 || @ == $b0 || @ == $s1)`, `{"b0":true,"s0":"true","s1":"x"}`}},
-		{"(lte,createdAt,2024)",
+		{"(lte,tags,2024-01-15T10:00:00.5+01:00)",
 			`jsonb_path_exists(doc, $3::text::jsonpath, $4::text::jsonb)`,
-			[]any{`$."createdAt" ? (@ <= $s0 || @ <= $n0)`, `{"n0":2024,"s0":"2024"}`}},
+			[]any{`$."tags" ? (@ <= $s0)`, `{"s0":"2024-01-15T10:00:00.5+01:00"}`}},
+		{"(gt,updatedAt,2024-01-15T10:00:00.5+01:00)",
+			`EXISTS (SELECT 1 FROM jsonb_path_query(doc, $3::text::jsonpath) AS sol013(sol013_v) WHERE CASE WHEN jsonb_typeof(sol013_v) = 'string' AND (sol013_v #>> '{}') ~ $4::text THEN (sol013_v #>> '{}')::timestamptz END > $5::text::timestamptz)`,
+			[]any{`$."updatedAt"[*][*]`, instantPattern, "2024-01-15T09:00:00.500000Z"}},
+		{"(in,createdAt,2024-01-15T10:00:00Z,2024-01-15T10:00:00.1234567+00:00)",
+			`(created) IN ($3::text::timestamptz, $4::text::timestamptz)`,
+			[]any{"2024-01-15T10:00:00.000000Z", "2024-01-15T10:00:00.123457Z"}},
 		{"(cont,metadata/owner,x)",
 			`EXISTS (SELECT 1 FROM jsonb_path_query(doc, $3::text::jsonpath) AS sol013(sol013_v) WHERE jsonb_typeof(sol013_v) = 'string' AND (strpos(sol013_v #>> '{}', $4::text) > 0))`,
 			[]any{`$."metadata"."owner"[*][*]`, "x"}},
@@ -153,6 +160,10 @@ var sqlDocs = []string{
 	`{"id":"d29","vnfInstanceName":"chi","size":20,"metadata":{"n":-10,"owner":"carol"}}`,
 	`{"id":"d30","vnfInstanceName":"psi","size":21,"metadata":{"n":1e1,"owner":"Ça"}}`,
 	`{"id":"d31","vnfInstanceName":"omega","size":22,"vimConnectionInfo":[{"vimType":["OPENSTACK","K8S"]}]}`,
+	`{"id":"d32","vnfInstanceName":"six digits","createdAt":"2024-01-15T10:00:00.000000Z","updatedAt":["2024-01-15T10:00:00.100000Z","not a time"]}`,
+	`{"id":"d33","vnfInstanceName":"go rendering","createdAt":"2024-01-15T09:00:00Z","updatedAt":["2024-01-15T10:00:00.1Z"]}`,
+	`{"id":"d34","vnfInstanceName":"other offset","createdAt":"2024-01-15T05:00:00.5-05:00","updatedAt":"2024-05-01T00:00:00+02:00"}`,
+	`{"id":"d35","vnfInstanceName":"not a time","createdAt":"yesterday","updatedAt":[7, "2024-13-45"]}`,
 }
 
 // sqlFilters is the hand-written table for TestSQLMatchesPostgres. Filters
@@ -170,6 +181,11 @@ var sqlFilters = []string{
 	"(eq,enabled,true)", "(neq,enabled,true)", "(in,enabled,true,false)", "(nin,enabled,false)",
 	"(eq,ratio,1.5)", "(gt,ratio,0.1)", "(lt,ratio,0)", "(eq,ratio,12345678901234567890)", "(eq,ratio,high)", "(gt,ratio,a)",
 	"(gte,createdAt,2024-01-15T10:00:00Z)", "(lt,createdAt,2024-02)", "(lt,createdAt,2024-01-15T10:00:00+01:00)",
+	"(eq,createdAt,2024-01-15T10:00:00Z)", "(eq,createdAt,2024-01-15T10:00:00.000000Z)", "(eq,createdAt,2024-01-15T11:00:00+01:00)",
+	"(neq,createdAt,2024-01-15T09:00:00Z)", "(in,createdAt,2024-01-15T09:00:00.000Z,2025-06-30T12:00:00Z)",
+	"(nin,createdAt,2024-01-15T10:00:00Z)", "(gt,createdAt,2023-12-31T23:59:59.998Z)", "(lte,createdAt,2023-12-31T23:59:59.999000Z)",
+	"(eq,updatedAt,2024-01-15T10:00:00.1Z)", "(eq,updatedAt,2024-01-15T10:00:00.100000Z)", "(lt,updatedAt,2024-06-01T00:00:00Z)",
+	"(gte,updatedAt,2024-01-15T10:00:00.1+00:00)", "(neq,updatedAt,2024-01-15T10:00:00.1Z)",
 	"(eq,tags,a)", "(neq,tags,a)", "(cont,tags,b)", "(ncont,tags,a)", "(eq,tags,true)", "(eq,tags,1)", "(eq,tags,b)", "(eq,tags,c)",
 	"(eq,tags,'a,b')", "(cont,tags,')')",
 	"(gt,scores,1.5)", "(eq,scores,2)", "(lt,scores,'2')",
@@ -214,7 +230,8 @@ func createDocs(t *testing.T, conn *pgx.Conn) []map[string]any {
 			state text GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(doc->'instantiationState') = 'string' THEN doc->>'instantiationState' END) STORED,
 			size bigint GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(doc->'size') = 'number' THEN (doc->>'size')::bigint END) STORED,
 			enabled boolean GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(doc->'enabled') = 'boolean' THEN (doc->'enabled')::boolean END) STORED,
-			flavour text GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(doc->'instantiatedVnfInfo'->'flavourId') = 'string' THEN doc->'instantiatedVnfInfo'->>'flavourId' END) STORED
+			flavour text GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(doc->'instantiatedVnfInfo'->'flavourId') = 'string' THEN doc->'instantiatedVnfInfo'->>'flavourId' END) STORED,
+			created timestamptz
 		)`)
 	if err != nil {
 		t.Fatal(err)
@@ -226,6 +243,12 @@ func createDocs(t *testing.T, conn *pgx.Conn) []map[string]any {
 			t.Fatalf("insert %s: %v", s, err)
 		}
 		docs = append(docs, d)
+	}
+	// A timestamptz column cannot be generated (the cast is not
+	// immutable): fill it from the document's date-times.
+	if _, err := conn.Exec(ctx, `UPDATE sol013_docs SET created = (doc->>'createdAt')::timestamptz
+		WHERE jsonb_typeof(doc->'createdAt') = 'string' AND doc->>'createdAt' ~ $1`, instantPattern); err != nil {
+		t.Fatal(err)
 	}
 	return docs
 }
@@ -300,7 +323,7 @@ func TestSQLRandomFilters(t *testing.T) {
 	root := testRoot(t)
 
 	paths := [][]string{
-		{"id"}, {"vnfInstanceName"}, {"instantiationState"}, {"size"}, {"ratio"}, {"enabled"}, {"createdAt"},
+		{"id"}, {"vnfInstanceName"}, {"instantiationState"}, {"size"}, {"ratio"}, {"enabled"}, {"createdAt"}, {"updatedAt"},
 		{"tags"}, {"scores"}, {"vnfdVersion"}, {"vimConnectionInfo", "vimType"}, {"vimConnectionInfo", "id"},
 		{"vimConnectionInfo", "accessInfo", "region"}, {"instantiatedVnfInfo", "flavourId"},
 		{"instantiatedVnfInfo", "vnfState"}, {"instantiatedVnfInfo", "scaleStatus", "scaleLevel"},
@@ -309,7 +332,7 @@ func TestSQLRandomFilters(t *testing.T) {
 		{"metadata", "objs", "k"}, {"metadata", "missing"}, {"nope"}, {"metadata"}, {"instantiatedVnfInfo"},
 	}
 	values := []string{"", "'", ",", ")", "0", "-0", "1", "1.0", "-1", "1e1", "10", "2.5", "zzz", "A", "a", "true", "false",
-		"null", "2024-01-15T10:00:00Z", "2024", "日本", `\`, `"`, "alice", "simple", "OPENSTACK", "x", "VDU1"}
+		"null", "2024-01-15T10:00:00Z", "2024-01-15T10:00:00.100Z", "2024-01-15T11:00:00.5+01:00", "2024", "日本", `\`, `"`, "alice", "simple", "OPENSTACK", "x", "VDU1"}
 	var collect func(v any)
 	collect = func(v any) {
 		switch v := v.(type) {

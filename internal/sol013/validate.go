@@ -19,29 +19,38 @@ func (e *ValidationError) Error() string {
 
 // Validate checks every term against the attribute tree: the attribute must
 // exist, must not be an object, and operator and values must fit its kind.
-// A nil root allows everything. Errors are *ValidationError.
+// It records each attribute's kind in its term, so that Match then compares
+// date-time attributes as instants (SQL validates by itself). A nil root
+// allows everything. Errors are *ValidationError.
 func (f *Filter) Validate(root *Field) error {
 	if f == nil {
 		return nil
 	}
-	for _, t := range f.Terms {
-		if err := t.validate(root); err != nil {
+	for i := range f.Terms {
+		k, err := f.Terms[i].validate(root)
+		if err != nil {
 			return err
 		}
+		f.Terms[i].kind = k
 	}
 	return nil
 }
 
-func (t Term) validate(root *Field) error {
+func (t Term) validate(root *Field) (Kind, error) {
 	attr := t.attr()
 	bad := func(format string, args ...any) error {
 		return &ValidationError{Offset: t.Offset, Attr: attr, Msg: fmt.Sprintf(format, args...)}
 	}
 	fld, err := root.Lookup(t.Path)
 	if err != nil {
-		return bad("%s", err.Error())
+		return KindAny, bad("%s", err.Error())
 	}
 	leaf := fld.leaf()
+	return leaf.Kind, t.validateKind(leaf, bad)
+}
+
+func (t Term) validateKind(leaf *Field, bad func(string, ...any) error) error {
+	attr := t.attr()
 	switch leaf.Kind {
 	case KindObject:
 		example := attr + "/<key>"
@@ -70,6 +79,15 @@ func (t Term) validate(root *Field) error {
 		for _, v := range t.Values {
 			if _, ok := filterNumber(v); !ok {
 				return bad("value %q is not a number; attribute %q is numeric (write numbers like 42, -1.5 or 1e3)", v, attr)
+			}
+		}
+	case KindDateTime:
+		if t.Op.positive() == OpCont {
+			return bad("operator %s cannot be used on the date-time attribute %q; compare instants with eq, neq, gt, gte, lt, lte, in or nin", t.Op, attr)
+		}
+		for _, v := range t.Values {
+			if _, ok := parseInstant(v); !ok {
+				return bad("value %q is not an RFC 3339 date-time; attribute %q is compared as an instant (write e.g. 2024-05-01T12:00:00Z or 2024-05-01T14:00:00.5+02:00, with '+' percent-encoded as %%2B)", v, attr)
 			}
 		}
 	}

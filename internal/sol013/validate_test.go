@@ -14,6 +14,12 @@ func TestValidate(t *testing.T) {
 	}{
 		{"(eq,id,x)", ""},
 		{"(gt,createdAt,2024-01-01T00:00:00Z)", ""},
+		{"(eq,createdAt,2024-01-01T00:00:00.123456789+05:30)", ""},
+		{"(eq,createdAt,2024-01-01T00:00:00 05:30)", ""}, // '+' sent unencoded arrives as a space
+		{"(in,updatedAt,2024-01-01T00:00:00Z,2024-01-02T00:00:00Z)", ""},
+		{"(eq,createdAt,2024-01-01)", `value "2024-01-01" is not an RFC 3339 date-time; attribute "createdAt" is compared as an instant`},
+		{"(gt,createdAt,yesterday)", `value "yesterday" is not an RFC 3339 date-time`},
+		{"(cont,createdAt,2024)", `operator cont cannot be used on the date-time attribute "createdAt"`},
 		{"(cont,vnfInstanceName,x)", ""},
 		{"(in,size,1,2,-3.5e2)", ""},
 		{"(lte,ratio,0.5)", ""},

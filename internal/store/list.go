@@ -37,6 +37,9 @@ var (
 		"operationState":        "operation_state",
 		"isAutomaticInvocation": "is_automatic_invocation",
 		"isCancelPending":       "is_cancel_pending",
+		// Date-times compare as instants (timestamptz), not as the view's text.
+		"stateEnteredTime": "state_entered_time",
+		"startTime":        "start_time",
 	}
 )
 
