@@ -186,6 +186,23 @@ type clusterParams struct {
 	endpoint   string // host:port
 	serviceNet string
 	podNet     string
+	// etcdSANs are extra SANs of etcd's server certificate
+	// (etcd.local.serverCertSANs), apiSANs of the API server's
+	// (apiServer.certSANs, --apiserver-cert-extra-sans).
+	etcdSANs []string
+	apiSANs  []string
+}
+
+// sansOf splits SANs into IPs and DNS names.
+func sansOf(sans []string) (ips []net.IP, dns []string) {
+	for _, s := range sans {
+		if ip := net.ParseIP(s); ip != nil {
+			ips = append(ips, ip)
+		} else if s != "" {
+			dns = append(dns, s)
+		}
+	}
+	return ips, dns
 }
 
 func (c clusterParams) serviceIP() net.IP {
@@ -202,11 +219,8 @@ func issueNodeCerts(c clusterParams, ca, etcdCA *CA) error {
 	host, _, _ := net.SplitHostPort(c.endpoint)
 	dns := []string{c.nodeName, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
 	ips := []net.IP{c.serviceIP(), net.ParseIP(c.advertise), net.ParseIP("127.0.0.1")}
-	if ip := net.ParseIP(host); ip != nil {
-		ips = append(ips, ip)
-	} else if host != "" {
-		dns = append(dns, host)
-	}
+	xips, xdns := sansOf(append([]string{host}, c.apiSANs...))
+	ips, dns = append(ips, xips...), append(dns, xdns...)
 	cert, key, err := ca.Issue(CertSpec{CN: "kube-apiserver", DNS: dns, IPs: ips, Server: true})
 	if err != nil {
 		return err
@@ -216,6 +230,8 @@ func issueNodeCerts(c clusterParams, ca, etcdCA *CA) error {
 	}
 	etcdIPs := []net.IP{net.ParseIP(c.advertise), net.ParseIP("127.0.0.1"), net.IPv6loopback}
 	etcdDNS := []string{c.nodeName, "localhost"}
+	xips, xdns = sansOf(c.etcdSANs)
+	etcdIPs, etcdDNS = append(etcdIPs, xips...), append(etcdDNS, xdns...)
 	for _, x := range []struct {
 		dir, base, cn string
 		orgs          []string
@@ -231,6 +247,9 @@ func issueNodeCerts(c clusterParams, ca, etcdCA *CA) error {
 		spec := CertSpec{CN: x.cn, Orgs: x.orgs, Client: true, Server: x.server}
 		if x.server {
 			spec.IPs, spec.DNS = etcdIPs, etcdDNS
+			if x.base == "peer" { // serverCertSANs name etcd's client endpoint only
+				spec.IPs, spec.DNS = etcdIPs[:3], etcdDNS[:2]
+			}
 		}
 		cert, key, err := x.signer.Issue(spec)
 		if err != nil {
@@ -411,15 +430,21 @@ func mirrorPods(ctx context.Context, c *Client, nodeName, advertise, port string
 
 func kubeadmInit(e *env, args []string) error {
 	p, err := parseFlags(args, spec(append([]string{"control-plane-endpoint", "pod-network-cidr", "service-cidr", "apiserver-advertise-address",
-		"apiserver-bind-port", "token", "token-ttl", "certificate-key", "node-name", "apiserver-cert-extra-sans", "service-dns-domain"}, ignoredFlags...),
+		"apiserver-bind-port", "token", "token-ttl", "certificate-key", "node-name", "apiserver-cert-extra-sans", "service-dns-domain", "config"}, ignoredFlags...),
 		[]string{"upload-certs", "skip-token-print", "skip-certificate-key-print"}, nil))
 	if err != nil {
 		return err
 	}
+	if cfgPath := p.get("config"); cfgPath != "" {
+		if err := applyInitConfig(p, cfgPath); err != nil {
+			return err
+		}
+	}
 	ctx, out := e.ctx, e.stdout
 	fmt.Fprintf(out, "[init] Using Kubernetes version: %s\n", KubernetesVersion)
 	c := clusterParams{nodeName: p.get("node-name"), advertise: p.get("apiserver-advertise-address"), port: p.get("apiserver-bind-port"),
-		serviceNet: p.get("service-cidr"), podNet: p.get("pod-network-cidr")}
+		serviceNet: p.get("service-cidr"), podNet: p.get("pod-network-cidr"), etcdSANs: p.all("etcd-server-cert-sans"),
+		apiSANs: p.all("apiserver-cert-extra-sans")}
 	if c.port == "" {
 		c.port = "6443"
 	}
@@ -626,6 +651,103 @@ Run "kubectl apply -f [podnetwork].yaml" with one of the options listed at:
 	return nil
 }
 
+// clusterConfiguration is what the stand-in reads of kubeadm's
+// ClusterConfiguration (the init --config file and the kubeadm-config
+// ConfigMap).
+type clusterConfiguration struct {
+	ControlPlaneEndpoint string `yaml:"controlPlaneEndpoint"`
+	Networking           struct {
+		PodSubnet     string `yaml:"podSubnet"`
+		ServiceSubnet string `yaml:"serviceSubnet"`
+		DNSDomain     string `yaml:"dnsDomain"`
+	} `yaml:"networking"`
+	Etcd struct {
+		Local struct {
+			ServerCertSANs []string `yaml:"serverCertSANs"`
+		} `yaml:"local"`
+	} `yaml:"etcd"`
+	APIServer struct {
+		CertSANs []string `yaml:"certSANs"`
+	} `yaml:"apiServer"`
+}
+
+// initConfigFlags are the flags kubeadm init accepts next to --config;
+// everything else must be in the file.
+var initConfigFlags = map[string]bool{"config": true, "upload-certs": true, "ignore-preflight-errors": true, "skip-token-print": true,
+	"skip-certificate-key-print": true, "skip-phases": true, "v": true, "dry-run": true}
+
+// applyInitConfig reads kubeadm init's --config file (InitConfiguration and
+// ClusterConfiguration, kubeadm.k8s.io/v1beta3 or v1beta4) into the flags
+// they stand for; like kubeadm it refuses other flags next to --config.
+func applyInitConfig(p *parsedArgs, path string) error {
+	var mixed []string
+	for name := range p.flags {
+		if !initConfigFlags[name] {
+			mixed = append(mixed, name)
+		}
+	}
+	if len(mixed) > 0 {
+		sort.Strings(mixed)
+		return fmt.Errorf("can not mix '--config' with arguments %v", mixed)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("unable to read config from %q : %w", path, err)
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	for {
+		var doc struct {
+			APIVersion       string `yaml:"apiVersion"`
+			Kind             string `yaml:"kind"`
+			LocalAPIEndpoint struct {
+				AdvertiseAddress string `yaml:"advertiseAddress"`
+				BindPort         int    `yaml:"bindPort"`
+			} `yaml:"localAPIEndpoint"`
+			NodeRegistration struct {
+				Name string `yaml:"name"`
+			} `yaml:"nodeRegistration"`
+			CertificateKey       string `yaml:"certificateKey"`
+			clusterConfiguration `yaml:",inline"`
+		}
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if doc.APIVersion != "kubeadm.k8s.io/v1beta3" && doc.APIVersion != "kubeadm.k8s.io/v1beta4" {
+			return fmt.Errorf("%s: no kind %q is registered for version %q in scheme (the k8s stand-in reads kubeadm.k8s.io/v1beta3 and v1beta4)", path, doc.Kind, doc.APIVersion)
+		}
+		set := func(name, v string) {
+			if v != "" {
+				p.flags[name] = []string{v}
+			}
+		}
+		switch doc.Kind {
+		case "InitConfiguration":
+			set("apiserver-advertise-address", doc.LocalAPIEndpoint.AdvertiseAddress)
+			if doc.LocalAPIEndpoint.BindPort != 0 {
+				set("apiserver-bind-port", fmt.Sprint(doc.LocalAPIEndpoint.BindPort))
+			}
+			set("node-name", doc.NodeRegistration.Name)
+			set("certificate-key", doc.CertificateKey)
+		case "ClusterConfiguration":
+			set("control-plane-endpoint", doc.ControlPlaneEndpoint)
+			set("pod-network-cidr", doc.Networking.PodSubnet)
+			set("service-cidr", doc.Networking.ServiceSubnet)
+			set("service-dns-domain", doc.Networking.DNSDomain)
+			if len(doc.Etcd.Local.ServerCertSANs) > 0 {
+				p.flags["etcd-server-cert-sans"] = doc.Etcd.Local.ServerCertSANs
+			}
+			if len(doc.APIServer.CertSANs) > 0 {
+				p.flags["apiserver-cert-extra-sans"] = doc.APIServer.CertSANs
+			}
+		default:
+			return fmt.Errorf("%s: the k8s stand-in does not read kind %q in kubeadm init's configuration", path, doc.Kind)
+		}
+	}
+	return nil
+}
+
 func parseTTL(v string) (time.Duration, error) {
 	if v == "0" {
 		return 0, nil
@@ -685,6 +807,12 @@ func uploadConfig(ctx context.Context, admin *Client, c clusterParams, cpe strin
 		"kubernetesVersion": KubernetesVersion, "certificatesDir": pkiDir,
 		"networking": map[string]any{"dnsDomain": "cluster.local", "serviceSubnet": c.serviceNet, "podSubnet": c.podNet},
 		"etcd":       map[string]any{"local": map[string]any{"dataDir": etcdDataDir}},
+	}
+	if len(c.etcdSANs) > 0 {
+		cfg["etcd"].(map[string]any)["local"].(map[string]any)["serverCertSANs"] = c.etcdSANs
+	}
+	if len(c.apiSANs) > 0 {
+		cfg["apiServer"] = map[string]any{"certSANs": c.apiSANs}
 	}
 	if cpe != "" {
 		cfg["controlPlaneEndpoint"] = c.endpoint
@@ -972,13 +1100,7 @@ func kubeadmJoin(e *env, args []string) error {
 	}); err != nil {
 		return phase("preflight", fmt.Errorf("unable to fetch the kubeadm-config ConfigMap: %w", err))
 	}
-	var clusterCfg struct {
-		ControlPlaneEndpoint string `yaml:"controlPlaneEndpoint"`
-		Networking           struct {
-			ServiceSubnet string `yaml:"serviceSubnet"`
-			PodSubnet     string `yaml:"podSubnet"`
-		} `yaml:"networking"`
-	}
+	var clusterCfg clusterConfiguration
 	_ = yaml.Unmarshal([]byte(cfgData), &clusterCfg)
 	if controlPlane && clusterCfg.ControlPlaneEndpoint == "" {
 		return phase("preflight", errors.New("\nOne or more conditions for hosting a new control plane instance is not satisfied.\n\nunable to add a new control plane instance to a cluster that doesn't have a stable controlPlaneEndpoint address\n\nPlease ensure that:\n* The cluster has a stable controlPlaneEndpoint address.\n* The certificates that must be shared among control plane instances are provided."))
@@ -995,7 +1117,8 @@ func kubeadmJoin(e *env, args []string) error {
 	useEtcd := false
 	if controlPlane {
 		cp = clusterParams{nodeName: nodeName, advertise: advertise, port: port, endpoint: clusterCfg.ControlPlaneEndpoint,
-			serviceNet: clusterCfg.Networking.ServiceSubnet, podNet: clusterCfg.Networking.PodSubnet}
+			serviceNet: clusterCfg.Networking.ServiceSubnet, podNet: clusterCfg.Networking.PodSubnet,
+			etcdSANs: clusterCfg.Etcd.Local.ServerCertSANs, apiSANs: clusterCfg.APIServer.CertSANs}
 		if cp.serviceNet == "" {
 			cp.serviceNet = "10.96.0.0/12"
 		}

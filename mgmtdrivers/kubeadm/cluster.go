@@ -27,6 +27,7 @@ const (
 	adminConf    = "/etc/kubernetes/admin.conf"
 	caCertPath   = "/etc/kubernetes/pki/ca.crt"
 	kubeletConf  = "/etc/kubernetes/kubelet.conf"
+	etcdPKIDir   = "/etc/kubernetes/pki/etcd"
 	// APIPort is the API server port of a single-master cluster.
 	APIPort = 6443
 

@@ -37,7 +37,9 @@
 // default 16443; virtual_router_id: 1..255, default derived from the VNF
 // instance id; vrrp_interface: default the interface holding the node
 // address; vrrp_unicast: unicast VRRP to the other masters instead of
-// multicast; vrrp_advert_int: seconds, default 1). Tacker's helm, private registry and NFS
+// multicast; vrrp_advert_int: seconds, default 1; etcd_lb_port: HAProxy's
+// etcd frontend on the VIP, default 12379, 0 for none — see etcdlb.go and
+// docs/kubeadm-ha.md). Tacker's helm, private registry and NFS
 // storage extras are refused with a clear message. Every problem is
 // reported at once, each naming its key (ParamError); numbers may be given
 // as strings. Scale, heal and terminate requests may override the

@@ -1,6 +1,7 @@
 package kubeadm
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -94,6 +95,8 @@ type hook struct {
 	p    *Params
 	topo *Topology
 	log  *slog.Logger
+	// etcdTLS caches HAProxy's etcd health-check certificates (etcdlb.go).
+	etcdTLS *etcdCheckTLS
 }
 
 // load validates the parameters (the instance's, with a scale, heal or
@@ -308,6 +311,9 @@ func (h *hook) installCluster(ctx context.Context) error {
 			return err
 		}
 		h.note(ctx, "etcd: %d members, all healthy", len(v.Members))
+		if err := h.enableEtcdLB(ctx, ss); err != nil {
+			return err
+		}
 	}
 	h.note(ctx, "joining %d workers, %d at a time", len(t.Workers), h.p.WorkerParallelism)
 	if err := h.joinWorkers(ctx, ss, ms, t.Workers, script, mi.CAHash); err != nil {
@@ -335,6 +341,16 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*mas
 	args := []string{"-m", masterIPs(h.topo.Masters), "-i", h.topo.EndpointIP, "-p", h.p.Master.PodCIDR, "-a", h.p.Master.ClusterCIDR,
 		"--api-port", strconv.Itoa(h.topo.EndpointPort), "--node-name", n.Name, "--node-ip", n.NodeIP,
 		"--token-ttl", strconv.Itoa(int(h.p.JoinTokenTTL.Seconds())) + "s"}
+	if h.topo.EtcdEndpoint(h.p) != "" {
+		// etcd clients reach the members through the VIP: their server
+		// certificates must name it. An older copy of the script in a
+		// package cannot do that: said, not failed.
+		if bytes.Contains(script, []byte("--etcd-cert-sans")) {
+			args = append(args, "--etcd-cert-sans", h.topo.VIP)
+		} else {
+			h.note(ctx, "the package's install script %s has no --etcd-cert-sans: etcd's certificates will not name the VIP %s, so etcd clients through it must verify another name (use the driver's script, or a current copy, for that)", h.p.ScriptPath, h.topo.VIP)
+		}
+	}
 	r, err := h.d.runScript(ctx, ms, args, scriptEnv(h.p, h.topo), proxySecrets(h.p), h.nodeNote(ctx, n))
 	if err != nil {
 		return nil, err

@@ -19,24 +19,28 @@ const (
 	stagedHAProxy    = remoteDir + "/haproxy.cfg.new"
 	stagedKeepalived = remoteDir + "/keepalived.conf.new"
 	stagedLBCheck    = remoteDir + "/check_k8s_api_lb.sh.new"
+	stagedEtcdCA     = remoteDir + "/" + etcdCheckCAFile + ".new"
+	stagedEtcdCert   = remoteDir + "/" + etcdCheckCertFile + ".new"
 )
 
 // lbApplyScript installs the staged configurations: checked by the daemon
 // first, then put in place and reloaded (HAProxy: a new process takes over
 // the listener; keepalived: SIGHUP), or started. Unchanged files on a
 // running daemon are left alone. $1/$2: 1 to apply HAProxy / keepalived;
-// $3: HAProxy's frontend port, probed afterwards. Prints VNFM_HA lines.
+// $3: HAProxy's API frontend port, probed afterwards; $4: 1 to install the
+// staged etcd health-check certificates (a change reloads HAProxy); $5:
+// HAProxy's etcd frontend port, probed too (0: none). Prints VNFM_HA lines.
 const lbApplyScript = `set -eu
 dir=` + remoteDir + `
-apply_h=$1 apply_k=$2 port=$3
+apply_h=$1 apply_k=$2 port=$3 apply_e=${4:-0} eport=${5:-0}
 if ! command -v haproxy >/dev/null 2>&1 || ! command -v keepalived >/dev/null 2>&1; then
 	echo "installing haproxy and keepalived" >&2
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q >/dev/null
 	apt-get install -y -q haproxy keepalived >/dev/null
 fi
-unit() { # unit name, live file, staged file, mode
-	if cmp -s "$3" "$2" && systemctl is-active -q "$1"; then
+unit() { # unit name, live file, staged file, mode, 1 to reload even if unchanged
+	if [ "${5:-0}" != 1 ] && cmp -s "$3" "$2" && systemctl is-active -q "$1"; then
 		rm -f "$3"
 		echo "VNFM_HA $1=unchanged"
 		return 0
@@ -52,12 +56,22 @@ unit() { # unit name, live file, staged file, mode
 		echo "VNFM_HA $1=started"
 	fi
 }
+certs=0
+if [ "$apply_e" = 1 ]; then
+	for f in ` + etcdCheckCAFile + ` ` + etcdCheckCertFile + `; do
+		if ! cmp -s "$dir/$f.new" "/etc/haproxy/$f"; then
+			install -D -m 0600 -o root -g root "$dir/$f.new" "/etc/haproxy/$f"
+			certs=1
+		fi
+		rm -f "$dir/$f.new"
+	done
+fi
 if [ "$apply_h" = 1 ]; then
 	if ! out=$(haproxy -c -q -f "$dir/haproxy.cfg.new" 2>&1); then
 		echo "haproxy rejects the configuration: $out" >&2
 		exit 1
 	fi
-	unit haproxy ` + haproxyCfgPath + ` "$dir/haproxy.cfg.new" 0644
+	unit haproxy ` + haproxyCfgPath + ` "$dir/haproxy.cfg.new" 0644 "$certs"
 fi
 if [ "$apply_k" = 1 ]; then
 	install -D -m 0755 -o root -g root "$dir/check_k8s_api_lb.sh.new" ` + lbCheckPath + `
@@ -68,15 +82,22 @@ if [ "$apply_k" = 1 ]; then
 	fi
 	unit keepalived ` + keepalivedPath + ` "$dir/keepalived.conf.new" 0600
 fi
-for i in $(seq 1 50); do
-	if timeout 1 bash -c "</dev/tcp/127.0.0.1/$port" 2>/dev/null; then
-		systemctl is-active -q keepalived || { echo "keepalived is not running" >&2; exit 1; }
-		exit 0
+for p in $port $eport; do
+	[ "$p" != 0 ] || continue
+	ok=0
+	for i in $(seq 1 50); do
+		if timeout 1 bash -c "</dev/tcp/127.0.0.1/$p" 2>/dev/null; then
+			ok=1
+			break
+		fi
+		sleep 0.1
+	done
+	if [ "$ok" != 1 ]; then
+		echo "HAProxy does not accept connections on port $p" >&2
+		exit 1
 	fi
-	sleep 0.1
 done
-echo "HAProxy does not accept connections on port $port" >&2
-exit 1
+systemctl is-active -q keepalived || { echo "keepalived is not running" >&2; exit 1; }
 `
 
 // addrsOf lists a node's IPv4 addresses.
@@ -141,7 +162,15 @@ func (h *hook) configureLB(ctx context.Context, ss *sessions, targets, backends,
 			return nil, err
 		}
 	}
-	hcfg := haproxyConfig(h.op.Instance.ID, h.p.HA.LBPort, lbMembers(backends))
+	etls, err := h.etcdCheckTLS(ctx, ss)
+	if err != nil {
+		return nil, err
+	}
+	var ef *etcdFrontend
+	if etls != nil {
+		ef = &etcdFrontend{Port: h.p.HA.EtcdLBPort, CAFile: etcdCheckCAPath, CertFile: etcdCheckCertPath}
+	}
+	hcfg := haproxyConfig(h.op.Instance.ID, h.p.HA.LBPort, lbMembers(backends), ef)
 	var peers []string
 	if h.p.HA.Unicast {
 		for _, m := range order {
@@ -158,6 +187,16 @@ func (h *hook) configureLB(ctx context.Context, ss *sessions, targets, backends,
 		var r lbResult
 		if err := h.d.uploadStaged(ctx, s, stagedHAProxy, hcfg, 0o600); err != nil {
 			return err
+		}
+		e, eport := "0", "0"
+		if etls != nil {
+			if err := h.d.uploadStaged(ctx, s, stagedEtcdCA, etls.CA, 0o600); err != nil {
+				return err
+			}
+			if err := h.d.uploadStaged(ctx, s, stagedEtcdCert, etls.ClientPEM, 0o600); err != nil {
+				return err
+			}
+			e, eport = "1", strconv.Itoa(h.p.HA.EtcdLBPort)
 		}
 		if keepalived {
 			addrs, err := h.d.addrsOf(ctx, s)
@@ -184,7 +223,7 @@ func (h *hook) configureLB(ctx context.Context, ss *sessions, targets, backends,
 		if keepalived {
 			k = "1"
 		}
-		cmd := remote.Command("sh", "-c", lbApplyScript, "lb-apply", "1", k, strconv.Itoa(h.p.HA.LBPort))
+		cmd := remote.Command("sh", "-c", lbApplyScript, "lb-apply", "1", k, strconv.Itoa(h.p.HA.LBPort), e, eport)
 		res, err := s.x.Run(ctx, cmd, h.d.sudo(remote.RunOpts{Env: scriptEnv(h.p, h.topo), Secrets: proxySecrets(h.p), Timeout: 10 * time.Minute}))
 		if err != nil {
 			return fmt.Errorf("configuring HAProxy/keepalived on %s: %w", n.Name, err)
@@ -200,7 +239,11 @@ func (h *hook) configureLB(ctx context.Context, ss *sessions, targets, backends,
 				}
 			}
 		}
-		h.nodeNote(ctx, n)(fmt.Sprintf("HAProxy %s (%d API servers on :%d)%s", r.HAProxy, len(backends), h.p.HA.LBPort,
+		etcdNote := ""
+		if etls != nil {
+			etcdNote = fmt.Sprintf(", etcd on :%d", h.p.HA.EtcdLBPort)
+		}
+		h.nodeNote(ctx, n)(fmt.Sprintf("HAProxy %s (%d API servers on :%d%s)%s", r.HAProxy, len(backends), h.p.HA.LBPort, etcdNote,
 			map[bool]string{true: fmt.Sprintf(", keepalived %s (%s, priority %d)", r.Keepalived, r.Interface, r.Priority), false: ""}[keepalived]))
 		h.log.Info("load balancer configured", "node", n.Name, "haproxy", r.HAProxy, "keepalived", r.Keepalived, "backends", len(backends))
 		mu.Lock()

@@ -19,13 +19,28 @@ const (
 	DefaultLBPort = 16443
 	// DefaultAdvertInt is keepalived's VRRP advertisement interval (s).
 	DefaultAdvertInt = 1
+	// DefaultEtcdLBPort is HAProxy's etcd frontend on the VIP: etcd's client
+	// port behind the VIP for etcd clients outside the masters (the seed's
+	// "signal distribution settings for k8s-api and etcd"). Not 2379, which
+	// the stacked etcd members use on the masters.
+	DefaultEtcdLBPort = 12379
+	// EtcdClientPort is etcd's client port on every master.
+	EtcdClientPort = 2379
 
-	haproxyCfgPath   = "/etc/haproxy/haproxy.cfg"
-	keepalivedPath   = "/etc/keepalived/keepalived.conf"
-	lbCheckPath      = "/etc/keepalived/check_k8s_api_lb.sh"
-	haproxyBackend   = "k8s-api"
-	haproxyAdminSock = "/run/haproxy/admin.sock"
-	managedMarker    = "# Managed by mini-VNFM (kubeadm driver)"
+	haproxyCfgPath = "/etc/haproxy/haproxy.cfg"
+	keepalivedPath = "/etc/keepalived/keepalived.conf"
+	lbCheckPath    = "/etc/keepalived/check_k8s_api_lb.sh"
+	haproxyBackend = "k8s-api"
+	haproxyEtcd    = "etcd"
+	// HAProxy's copies of kubeadm's etcd CA and healthcheck-client pair (a
+	// client certificate of the etcd CA made for health checks): etcd
+	// wants a client certificate on every connection, health checks too.
+	etcdCheckCAFile   = "etcd-ca.crt"
+	etcdCheckCertFile = "etcd-healthcheck-client.pem"
+	etcdCheckCAPath   = "/etc/haproxy/" + etcdCheckCAFile
+	etcdCheckCertPath = "/etc/haproxy/" + etcdCheckCertFile
+	haproxyAdminSock  = "/run/haproxy/admin.sock"
+	managedMarker     = "# Managed by mini-VNFM (kubeadm driver)"
 )
 
 // HAParams are k8s_cluster_installation_param.ha: the load balancer and VRRP
@@ -46,14 +61,21 @@ type HAParams struct {
 	// AdvertInt is the advertisement interval in seconds (ha.vrrp_advert_int,
 	// 1..10, default 1). Failover takes about 2-3 intervals.
 	AdvertInt int
+	// EtcdLBPort is HAProxy's etcd frontend port on the VIP (ha.etcd_lb_port,
+	// default 12379); 0: no etcd frontend.
+	EtcdLBPort int
 }
 
-var haKeys = []string{"lb_port", "virtual_router_id", "vrrp_interface", "vrrp_unicast", "vrrp_advert_int", "lb_topology", "lb_vdu_id"}
+var haKeys = []string{"lb_port", "virtual_router_id", "vrrp_interface", "vrrp_unicast", "vrrp_advert_int", "lb_topology", "lb_vdu_id", "etcd_lb_port"}
+
+// masterPorts are the ports Kubernetes uses on a master (API server, etcd
+// client and peer, kubelet, controller-manager, scheduler).
+var masterPorts = []int{APIPort, EtcdClientPort, 2380, 10250, 10257, 10259}
 
 var ifaceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$`)
 
 func haParams(c *checker, key string, raw any) HAParams {
-	h := HAParams{LBPort: DefaultLBPort, AdvertInt: DefaultAdvertInt}
+	h := HAParams{LBPort: DefaultLBPort, AdvertInt: DefaultAdvertInt, EtcdLBPort: DefaultEtcdLBPort}
 	if raw == nil {
 		return h
 	}
@@ -68,7 +90,7 @@ func haParams(c *checker, key string, raw any) HAParams {
 			switch {
 			case n < 1 || n > 65535:
 				c.addf(key+".lb_port", "%d is not a TCP port", n)
-			case n == APIPort || n == 2379 || n == 2380 || n == 10250 || n == 10257 || n == 10259:
+			case slices.Contains(masterPorts, n):
 				c.addf(key+".lb_port", "%d is used by Kubernetes on the masters (API server 6443, etcd 2379/2380, kubelet 10250, controller-manager 10257, scheduler 10259); HAProxy runs beside them: pick another port such as 16443", n)
 			default:
 				h.LBPort = n
@@ -102,6 +124,16 @@ func haParams(c *checker, key string, raw any) HAParams {
 			c.addf(key+".vrrp_unicast", "must be a boolean, not %s", jsonType(v))
 		}
 	}
+	if v, ok := m["etcd_lb_port"]; ok && v != nil {
+		if n, ok := integer(c, key+".etcd_lb_port", v); ok {
+			switch {
+			case n < 0 || n > 65535:
+				c.addf(key+".etcd_lb_port", "%d is not a TCP port (0: no etcd frontend)", n)
+			default:
+				h.EtcdLBPort = n
+			}
+		}
+	}
 	if v, ok := m["vrrp_advert_int"]; ok && v != nil {
 		if n, ok := integer(c, key+".vrrp_advert_int", v); ok {
 			if n < 1 || n > 10 {
@@ -112,6 +144,19 @@ func haParams(c *checker, key string, raw any) HAParams {
 		}
 	}
 	return h
+}
+
+// checkEtcdLBPort checks the etcd frontend's port against the topology:
+// beside Kubernetes on the masters (colocated) it must not be one of theirs.
+func checkEtcdLBPort(c *checker, p *Params) {
+	n := p.HA.EtcdLBPort
+	switch {
+	case n == 0:
+	case n == p.HA.LBPort:
+		c.addf(ParamKey+".ha.etcd_lb_port", "%d is also ha.lb_port, the Kubernetes API frontend: pick another port such as %d", n, DefaultEtcdLBPort)
+	case !p.LB.Dedicated() && slices.Contains(masterPorts, n):
+		c.addf(ParamKey+".ha.etcd_lb_port", "%d is used by Kubernetes on the masters, where HAProxy runs with ha.lb_topology colocated: pick another port such as %d (0: no etcd frontend)", n, DefaultEtcdLBPort)
+	}
 }
 
 // DeriveVRID is the virtual_router_id of a cluster that does not set one:
@@ -166,10 +211,22 @@ type lbMember struct {
 	IP   string
 }
 
+// etcdFrontend is HAProxy's etcd section: the frontend port and the files
+// its health checks present (the etcd CA, a client certificate and key).
+type etcdFrontend struct {
+	Port     int
+	CAFile   string
+	CertFile string
+}
+
 // haproxyConfig renders /etc/haproxy/haproxy.cfg: a TCP frontend on the LB
 // port passing TLS through to every API server, with HTTPS health checks of
-// /healthz. No HTTP statistics page; the admin socket is root's only.
-func haproxyConfig(clusterID string, port int, members []lbMember) string {
+// /healthz; with etcd, a second TCP frontend passing TLS through to every
+// master's etcd client port, health-checked by GET /health with a client
+// certificate (an unhealthy member, e.g. one without a leader, answers 503
+// and leaves the rotation). No HTTP statistics page; the admin socket is
+// root's only.
+func haproxyConfig(clusterID string, port int, members []lbMember, etcd *etcdFrontend) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `%s: Kubernetes API load balancer of VNF instance %s.
 # Rewritten and reloaded on every control-plane membership change; local edits are lost.
@@ -191,7 +248,23 @@ defaults
 	timeout client 1h
 	timeout server 1h
 	timeout check 3s
+`, managedMarker, clusterID, haproxyAdminSock)
+	sorted := slices.Clone(members)
+	slices.SortFunc(sorted, func(a, b lbMember) int { return strings.Compare(a.Name, b.Name) })
+	haproxyTCPProxy(&b, haproxyBackend, port, "/healthz", sorted, APIPort, "verify none")
+	if etcd != nil {
+		haproxyTCPProxy(&b, haproxyEtcd, etcd.Port, "/health", sorted, EtcdClientPort,
+			fmt.Sprintf("verify required ca-file %s crt %s", etcd.CAFile, etcd.CertFile))
+	}
+	return b.String()
+}
 
+// haproxyTCPProxy writes a TCP frontend on port and its backend of the
+// members' backendPort, each checked by an HTTPS GET of checkURI (with the
+// server options checkTLS) every second: down after 2 failures, up after
+// 2 successes, its sessions closed when it goes down.
+func haproxyTCPProxy(b *strings.Builder, name string, port int, checkURI string, members []lbMember, backendPort int, checkTLS string) {
+	fmt.Fprintf(b, `
 frontend %s
 	bind *:%d
 	default_backend %s
@@ -200,16 +273,13 @@ backend %s
 	balance roundrobin
 	option httpchk
 	http-check connect ssl
-	http-check send meth GET uri /healthz
+	http-check send meth GET uri %s
 	http-check expect status 200
 	default-server inter 1s fall 2 rise 2 on-marked-down shutdown-sessions
-`, managedMarker, clusterID, haproxyAdminSock, haproxyBackend, port, haproxyBackend, haproxyBackend)
-	sorted := slices.Clone(members)
-	slices.SortFunc(sorted, func(a, b lbMember) int { return strings.Compare(a.Name, b.Name) })
-	for _, m := range sorted {
-		fmt.Fprintf(&b, "\tserver %s %s:%d check verify none\n", m.Name, m.IP, APIPort)
+`, name, port, name, name, checkURI)
+	for _, m := range members {
+		fmt.Fprintf(b, "\tserver %s %s:%d check %s\n", m.Name, m.IP, backendPort, checkTLS)
 	}
-	return b.String()
 }
 
 // vrrpNode is one master's VRRP settings.

@@ -1,6 +1,13 @@
 package kubeadm
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net"
 	"net/netip"
 	"os"
@@ -8,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHAParams(t *testing.T) {
@@ -23,14 +31,14 @@ func TestHAParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.HA != (HAParams{LBPort: 16443, AdvertInt: 1}) {
+	if p.HA != (HAParams{LBPort: 16443, AdvertInt: 1, EtcdLBPort: 12379}) {
 		t.Errorf("defaults %+v", p.HA)
 	}
 	p, err = ParseParams(base(map[string]any{"lb_port": "6440", "virtual_router_id": 77, "vrrp_interface": "ens3", "vrrp_unicast": "true", "vrrp_advert_int": 2}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.HA != (HAParams{LBPort: 6440, VirtualRouterID: 77, Interface: "ens3", Unicast: true, AdvertInt: 2}) || p.vrid("x") != 77 {
+	if p.HA != (HAParams{LBPort: 6440, VirtualRouterID: 77, Interface: "ens3", Unicast: true, AdvertInt: 2, EtcdLBPort: 12379}) || p.vrid("x") != 77 {
 		t.Errorf("parsed %+v", p.HA)
 	}
 	_, err = ParseParams(base(map[string]any{"lb_port": 6443, "virtual_router_id": 256, "vrrp_interface": "eth0; reboot", "vrrp_unicast": 3, "vrrp_advert_int": 0, "stats": true}))
@@ -46,6 +54,31 @@ func TestHAParams(t *testing.T) {
 	}
 	if _, err := ParseParams(base("yes")); err == nil || !strings.Contains(err.Error(), ParamKey+".ha: must be an object") {
 		t.Errorf("ha as a string: %v", err)
+	}
+	// The etcd frontend: a port of its own, 0 turns it off.
+	for _, tc := range []struct {
+		ha   map[string]any
+		want int
+		bad  string
+	}{
+		{map[string]any{"etcd_lb_port": 0}, 0, ""},
+		{map[string]any{"etcd_lb_port": "22379"}, 22379, ""},
+		{map[string]any{"etcd_lb_port": 2379}, 0, "2379 is used by Kubernetes on the masters, where HAProxy runs with ha.lb_topology colocated"},
+		{map[string]any{"etcd_lb_port": 2380}, 0, "2380 is used by Kubernetes on the masters"},
+		{map[string]any{"etcd_lb_port": 16443}, 0, "16443 is also ha.lb_port"},
+		{map[string]any{"lb_port": 12379}, 0, "12379 is also ha.lb_port"},
+		{map[string]any{"etcd_lb_port": 70000}, 0, "70000 is not a TCP port (0: no etcd frontend)"},
+		{map[string]any{"etcd_lb_port": "x"}, 0, "etcd_lb_port"},
+	} {
+		p, err := ParseParams(base(tc.ha))
+		switch {
+		case tc.bad != "":
+			wantProblem(t, err, ParamKey+".ha.etcd_lb_port", tc.bad)
+		case err != nil:
+			t.Errorf("%v: %v", tc.ha, err)
+		case p.HA.EtcdLBPort != tc.want:
+			t.Errorf("%v: etcd_lb_port %d, want %d", tc.ha, p.HA.EtcdLBPort, tc.want)
+		}
 	}
 }
 
@@ -101,7 +134,7 @@ func regexpAlnum(s string) bool {
 }
 
 func TestHAProxyConfig(t *testing.T) {
-	cfg := haproxyConfig("inst-1", 16443, []lbMember{{"masternode-b", "10.0.0.12"}, {"masternode-a", "10.0.0.11"}, {"masternode-c", "10.0.0.13"}})
+	cfg := haproxyConfig("inst-1", 16443, []lbMember{{"masternode-b", "10.0.0.12"}, {"masternode-a", "10.0.0.11"}, {"masternode-c", "10.0.0.13"}}, nil)
 	for _, want := range []string{
 		"bind *:16443",
 		"mode tcp",
@@ -122,7 +155,92 @@ func TestHAProxyConfig(t *testing.T) {
 			t.Errorf("haproxy.cfg has %q (no unprotected statistics page):\n%s", bad, cfg)
 		}
 	}
+	if strings.Contains(cfg, "etcd") {
+		t.Errorf("no etcd frontend was asked for:\n%s", cfg)
+	}
 	checkWith(t, cfg, "haproxy", "-c", "-q", "-f")
+}
+
+// The etcd frontend passes TLS through to every master's etcd client port;
+// its health checks present the health-check client certificate and verify
+// the members against the etcd CA.
+func TestHAProxyConfigEtcd(t *testing.T) {
+	dir := t.TempDir()
+	ca, client := testEtcdPKI(t)
+	caFile, certFile := filepath.Join(dir, "etcd-ca.crt"), filepath.Join(dir, "client.pem")
+	if err := os.WriteFile(caFile, []byte(ca), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, []byte(client), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := haproxyConfig("inst-1", 16443, []lbMember{{"masternode-b", "10.0.0.12"}, {"masternode-a", "10.0.0.11"}},
+		&etcdFrontend{Port: 12379, CAFile: caFile, CertFile: certFile})
+	for _, want := range []string{
+		"frontend k8s-api\n\tbind *:16443\n",
+		"frontend etcd\n\tbind *:12379\n\tdefault_backend etcd\n",
+		"backend etcd\n\tbalance roundrobin\n\toption httpchk\n\thttp-check connect ssl\n\thttp-check send meth GET uri /health\n\thttp-check expect status 200\n",
+		"\tserver masternode-a 10.0.0.11:2379 check verify required ca-file " + caFile + " crt " + certFile + "\n\tserver masternode-b 10.0.0.12:2379 check",
+		"\tserver masternode-a 10.0.0.11:6443 check verify none\n\tserver masternode-b 10.0.0.12:6443 check verify none\n",
+	} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("haproxy.cfg lacks %q:\n%s", want, cfg)
+		}
+	}
+	checkWith(t, cfg, "haproxy", "-c", "-q", "-f")
+}
+
+func TestParseEtcdCheckTLS(t *testing.T) {
+	ca, client := testEtcdPKI(t)
+	got, err := parseEtcdCheckTLS(ca + etcdCheckSep + "\n" + client)
+	if err != nil || got == nil || got.CA != ca || got.ClientPEM != client {
+		t.Fatalf("parse: %v %+v", err, got)
+	}
+	if got, err := parseEtcdCheckTLS("\n"); got != nil || err != nil {
+		t.Errorf("nothing printed (before kubeadm init): %v %v", got, err)
+	}
+	otherCA, _ := testEtcdPKI(t)
+	for name, out := range map[string]string{
+		"no separator":   ca + client,
+		"not a cert":     "hello\n" + etcdCheckSep + "\n" + client,
+		"no key":         ca + etcdCheckSep + "\n" + client[:strings.Index(client, "-----BEGIN EC PRIVATE KEY")],
+		"other CA":       otherCA + etcdCheckSep + "\n" + client,
+		"key only":       ca + etcdCheckSep + "\n" + client[strings.Index(client, "-----BEGIN EC PRIVATE KEY"):],
+		"cert is the CA": ca + etcdCheckSep + "\n" + ca,
+	} {
+		if _, err := parseEtcdCheckTLS(out); err == nil {
+			t.Errorf("%s: accepted", name)
+		} else if strings.Contains(err.Error(), "PRIVATE KEY") {
+			t.Errorf("%s: the error quotes key material: %v", name, err)
+		}
+	}
+	if keys := privateKeyBlocks(client); len(keys) != 1 || !strings.HasPrefix(keys[0], "-----BEGIN EC PRIVATE KEY") || !strings.Contains(client, keys[0]) {
+		t.Errorf("private key blocks to mask: %q", keys)
+	}
+}
+
+// testEtcdPKI makes an etcd CA and a client certificate with its key (PEM).
+func testEtcdPKI(t *testing.T) (caPEM, clientPEM string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "etcd-ca"}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-etcd-healthcheck-client"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})) + string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}))
 }
 
 func TestKeepalivedConfig(t *testing.T) {

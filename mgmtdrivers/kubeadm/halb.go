@@ -194,7 +194,7 @@ func dedicatedLBConfigs(instanceID string, p *Params, secret string, masters []l
 			peers = append(peers, l.IP)
 		}
 	}
-	hcfg := haproxyConfig(instanceID, p.HA.LBPort, masters)
+	hcfg := haproxyConfig(instanceID, p.HA.LBPort, masters, nil)
 	out := map[string]lbFiles{}
 	for i, l := range lbs {
 		if slices.ContainsFunc(masters, func(m lbMember) bool { return m.IP == l.IP }) {

@@ -301,8 +301,12 @@ func TestScriptCopiesAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lbSample, err := os.ReadFile("../../samples/kubeadm-ha-lb/Scripts/install_k8s_cluster.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, got := range map[string][]byte{"the embedded copy": builtinScript, "samples/kubeadm-single/Scripts/install_k8s_cluster.sh": sample,
-		"samples/kubeadm-ha/Scripts/install_k8s_cluster.sh": haSample} {
+		"samples/kubeadm-ha/Scripts/install_k8s_cluster.sh": haSample, "samples/kubeadm-ha-lb/Scripts/install_k8s_cluster.sh": lbSample} {
 		if !bytes.Equal(got, want.Bytes()) {
 			t.Errorf("%s is not current: run go generate ./mgmtdrivers/kubeadm", name)
 		}

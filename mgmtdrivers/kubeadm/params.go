@@ -191,6 +191,7 @@ func ParseParams(additional map[string]any) (*Params, error) {
 	}
 	p.HA = haParams(c, ParamKey+".ha", m["ha"])
 	p.LB = lbParams(c, m, p)
+	checkEtcdLBPort(c, p)
 	if p.Master.PodCIDR != "" && p.Master.ClusterCIDR != "" {
 		pod, err1 := netip.ParsePrefix(p.Master.PodCIDR)
 		svc, err2 := netip.ParsePrefix(p.Master.ClusterCIDR)

@@ -22,6 +22,8 @@ setup() {
 
 	stub kubeadm <<-'EOF'
 		echo "kubeadm $* no_proxy=${no_proxy:-}" >>"$STUB_LOG"
+		prev=""
+		for a in "$@"; do [ "$prev" != --config ] || sed 's/^/config: /' "$a" >>"$STUB_LOG"; prev=$a; done
 		k="$K8S_INSTALL_ROOT/etc/kubernetes"
 		case "$1 $2" in
 		"init phase") printf '[upload-certs] Storing the certificates\n[upload-certs] Using certificate key:\n%s\n' "${STUB_CERT_KEY:-fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210}" ;;
@@ -200,6 +202,35 @@ result() { grep -E "^VNFM_RESULT $1=" <<<"$output" | head -1 | cut -d= -f2-; }
 	grep -q -- "kubeadm init --control-plane-endpoint 10.0.0.80:16443 .* --upload-certs" "$STUB_LOG"
 	refute_log "--apiserver-bind-port"
 	grep -q -- "kubeadm init phase upload-certs --upload-certs" "$STUB_LOG"
+}
+
+@test "HA main master with etcd SANs: kubeadm init --config with the same settings" {
+	run bash "$SCRIPT" -m 10.0.0.11,10.0.0.12,10.0.0.13 -i 10.0.0.80 -p 10.244.0.0/16 --node-name master-a --etcd-cert-sans 10.0.0.80
+	[ "$status" -eq 0 ]
+	[ "$(result api_endpoint)" = https://10.0.0.80:16443 ]
+	grep -qE -- "kubeadm init --config [^ ]+/kubeadm-init.yaml --upload-certs" "$STUB_LOG"
+	# kubeadm refuses most flags next to --config
+	refute_log "kubeadm init .*--(control-plane-endpoint|node-name|pod-network-cidr|apiserver)"
+	for want in "apiVersion: kubeadm.k8s.io/v1beta4" "kind: InitConfiguration" '  advertiseAddress: "10.0.0.11"' "  bindPort: 6443" \
+		'  name: "master-a"' "kind: ClusterConfiguration" 'controlPlaneEndpoint: "10.0.0.80:16443"' '  podSubnet: "10.244.0.0/16"' \
+		'  serviceSubnet: "10.96.0.0/12"' "    serverCertSANs:" '    - "10.0.0.80"'; do
+		grep -qxF -- "config: $want" "$STUB_LOG" || { echo "config lacks: $want"; cat "$STUB_LOG"; false; }
+	done
+	# the file is gone afterwards
+	cfg=$(grep -oE -- "--config [^ ]+" "$STUB_LOG" | cut -d' ' -f2)
+	[ ! -e "$cfg" ]
+}
+
+@test "etcd SANs are checked; an older Kubernetes gets kubeadm v1beta3" {
+	run bash "$SCRIPT" -m 10.0.0.11,10.0.0.12 -i 10.0.0.80 --etcd-cert-sans '10.0.0.80,bad name'
+	[ "$status" -eq 1 ]
+	[[ $output == *"--etcd-cert-sans: 'bad name' is neither an IPv4 address nor a DNS name"* ]]
+	K8S_VERSION=v1.30.8 run bash "$SCRIPT" -m 10.0.0.11 -i 10.0.0.11 --etcd-cert-sans etcd.example
+	[ "$status" -eq 0 ]
+	grep -qxF "config: apiVersion: kubeadm.k8s.io/v1beta3" "$STUB_LOG"
+	grep -qxF "config:   bindPort: 6443" "$STUB_LOG"
+	grep -qxF 'config:     - "etcd.example"' "$STUB_LOG"
+	refute_log "--upload-certs"
 }
 
 @test "re-running on an initialised master does not init again" {

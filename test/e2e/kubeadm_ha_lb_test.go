@@ -249,6 +249,33 @@ func TestKubeadmHADedicatedLBLifecycle(t *testing.T) {
 		t.Errorf("GET /api/v1/nodes through the VIP after the heal: %v %v, want %v", got, err, want)
 	}
 
+	// (3b) etcd behind the VIP on the dedicated LBs: an etcd client outside
+	// the control plane survives the loss of the LB holding the VIP.
+	for _, l := range lbs {
+		e.waitBackendUp(l, "etcd", wantNodes(masters))
+	}
+	etcdClient := workers[0]
+	e.giveEtcdClient(masters[0], etcdClient)
+	if _, out, err := e.waitEtcdHealthVIP(etcdClient, vip); err != nil {
+		t.Fatalf("etcd through the VIP: %v", err)
+	} else {
+		t.Logf("etcd through the VIP: %s", strings.TrimSpace(out))
+	}
+	hs := e.vipHolders(lbs, vip)
+	if len(hs) != 1 {
+		t.Fatalf("VIP holders %v", hs)
+	}
+	dead := lbs[slices.IndexFunc(lbs, func(l vnfc) bool { return nodeNameOf(l) == hs[0] })]
+	if err := e.host(dead).Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	took, out, err := e.waitEtcdHealthVIP(etcdClient, vip)
+	if err != nil {
+		t.Fatalf("after the VIP holder %s died: %v", nodeNameOf(dead), err)
+	}
+	t.Logf("LB %s (the VIP holder) killed: etcdctl endpoint health through the VIP answered after %v (VIP now on %v): %s",
+		nodeNameOf(dead), took.Round(time.Millisecond), e.vipHolders(lbs, vip), strings.TrimSpace(out))
+
 	// (4) Terminate: the VIM, the VNFCs and the servers go.
 	e.lcmLong(inst, "terminate", map[string]any{"terminationType": "FORCEFUL"}, "COMPLETED")
 	if code, _, _ := e.do("GET", "/v1.0/vims/"+vimID, "", nil); code != http.StatusNotFound {

@@ -164,21 +164,90 @@ func (e *k8sEnv) vipHolders(masters []vnfc, vip string) []string {
 
 // haproxyServers asks a master's running HAProxy (admin socket) for its
 // API backends: name -> operational state (2 = up).
-func (e *k8sEnv) haproxyServers(v vnfc) map[string]string {
+func (e *k8sEnv) haproxyServers(v vnfc) map[string]string { return e.haproxyBackend(v, "k8s-api") }
+
+// haproxyBackend lists the servers of one HAProxy backend (k8s-api, etcd).
+func (e *k8sEnv) haproxyBackend(v vnfc, backend string) map[string]string {
 	e.t.Helper()
 	out := e.exec(e.host(v), `python3 -c 'import socket
 s = socket.socket(socket.AF_UNIX)
 s.connect("/run/haproxy/admin.sock")
-s.sendall(b"show servers state k8s-api\n")
+s.sendall(b"show servers state `+backend+`\n")
 print(s.makefile().read())'`)
 	m := map[string]string{}
 	for _, l := range strings.Split(out, "\n") {
 		f := strings.Fields(l)
-		if len(f) > 5 && f[1] == "k8s-api" {
+		if len(f) > 5 && f[1] == backend {
 			m[f[3]] = f[5]
 		}
 	}
 	return m
+}
+
+// waitBackendUp waits until HAProxy on v has exactly the servers want in
+// backend, all up.
+func (e *k8sEnv) waitBackendUp(v vnfc, backend string, want []string) {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := e.haproxyBackend(v, backend)
+		up := 0
+		for _, s := range st {
+			if s == "2" {
+				up++
+			}
+		}
+		if keys := keysOf(boolKeys(st)); slices.Equal(keys, want) && up == len(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Errorf("HAProxy backend %s on %s: %v, want %v up", backend, nodeNameOf(v), st, want)
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// etcdClientDir is where the tests put an etcd client's certificates on a
+// host outside the control plane, as a VIM owner would (docs/kubeadm-ha.md).
+const etcdClientDir = "/root/etcd-client"
+
+// giveEtcdClient copies the etcd CA and a client certificate of the etcd
+// CA (kubeadm's healthcheck-client pair) from master to client.
+func (e *k8sEnv) giveEtcdClient(master, client vnfc) {
+	e.t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "set -e; mkdir -p -m 700 %s\n", etcdClientDir)
+	for src, dst := range map[string]string{"ca.crt": "ca.crt", "healthcheck-client.crt": "client.crt", "healthcheck-client.key": "client.key"} {
+		body := e.exec(e.host(master), "cat /etc/kubernetes/pki/etcd/"+src)
+		fmt.Fprintf(&b, "cat >%s/%s <<'EOF'\n%sEOF\n", etcdClientDir, dst, body)
+	}
+	e.exec(e.host(client), b.String())
+}
+
+// etcdHealthVIP runs `etcdctl endpoint health` on client against the VIP's
+// etcd frontend (TLS verified against the etcd CA: the members'
+// certificates name the VIP).
+func (e *k8sEnv) etcdHealthVIP(client vnfc, vip string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return e.host(client).Exec(ctx, "sh", "-c", "ETCDCTL_API=3 etcdctl --endpoints=https://"+vip+":12379 --cacert="+etcdClientDir+"/ca.crt --cert="+etcdClientDir+
+		"/client.crt --key="+etcdClientDir+"/client.key --dial-timeout=2s --command-timeout=3s endpoint health")
+}
+
+// waitEtcdHealthVIP retries etcdHealthVIP for up to 20 s; how long it took.
+func (e *k8sEnv) waitEtcdHealthVIP(client vnfc, vip string) (time.Duration, string, error) {
+	start := time.Now()
+	for {
+		out, err := e.etcdHealthVIP(client, vip)
+		if err == nil && strings.Contains(out, "is healthy") {
+			return time.Since(start), out, nil
+		}
+		if time.Since(start) > 20*time.Second {
+			return time.Since(start), out, fmt.Errorf("etcdctl endpoint health through the VIP: %v\n%s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func (e *k8sEnv) haproxyPid(v vnfc) string {
@@ -384,6 +453,21 @@ func TestKubeadmHAClusterLifecycle(t *testing.T) {
 	}
 	t.Logf("failback to %s after %v", nodeNameOf(holder), time.Since(back).Round(time.Millisecond))
 
+	// (2b) etcd behind the VIP: HAProxy's etcd frontend on every master,
+	// health-checked; an etcd client outside the control plane (a worker
+	// with the etcd CA and a client certificate, as docs/kubeadm-ha.md tells
+	// a VIM owner) talks to https://<VIP>:12379 with TLS verified.
+	for _, m := range masters {
+		e.waitBackendUp(m, "etcd", wantNodes(masters))
+	}
+	etcdClient := workersOf(vs)[0]
+	e.giveEtcdClient(masters[1], etcdClient)
+	if _, out, err := e.waitEtcdHealthVIP(etcdClient, vip); err != nil {
+		t.Fatalf("before the VIP holder dies: %v", err)
+	} else {
+		t.Logf("etcd through the VIP: %s", strings.TrimSpace(out))
+	}
+
 	// (3) Worker scale-out through the VIP.
 	e.lcmLong(inst, "scale", map[string]any{"type": "SCALE_OUT", "aspectId": "worker_instance"}, "COMPLETED")
 	_, vs = e.vnfcs(inst)
@@ -398,6 +482,25 @@ func TestKubeadmHAClusterLifecycle(t *testing.T) {
 		pids[m.ID] = e.haproxyPid(m)
 	}
 	victim := masters[0]
+	// The VIP holder (master 1) dies: the VIP moves, and the etcd client
+	// through it keeps working (etcd keeps quorum with 2 of 3 members).
+	if hs := e.vipHolders(masters, vip); !slices.Equal(hs, []string{nodeNameOf(victim)}) {
+		t.Fatalf("VIP held by %v before master 1 dies", hs)
+	}
+	killed := time.Now()
+	if err := e.host(victim).Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	took, out, err := e.waitEtcdHealthVIP(etcdClient, vip)
+	if err != nil {
+		t.Fatalf("after the VIP holder %s died: %v", nodeNameOf(victim), err)
+	}
+	t.Logf("VIP holder %s killed: etcdctl endpoint health through the VIP answered after %v (VIP now on %v): %s",
+		nodeNameOf(victim), took.Round(time.Millisecond), e.vipHolders(masters, vip), strings.TrimSpace(out))
+	if got, err := api.nodes(); err != nil || len(got) != len(wantNodes(vs)) {
+		t.Errorf("the API through the VIP %v after master 1 died: %v %v", time.Since(killed).Round(time.Millisecond), got, err)
+	}
+	// Heal the dead master 1.
 	t0 = time.Now()
 	op = e.lcmLong(inst, "heal", map[string]any{"vnfcInstanceId": []string{victim.ID}, "cause": "e2e: master heal"}, "COMPLETED")
 	t.Logf("heal of master %s: %v", nodeNameOf(victim), time.Since(t0).Round(100*time.Millisecond))
@@ -443,6 +546,17 @@ func TestKubeadmHAClusterLifecycle(t *testing.T) {
 	}
 	e.checkVimUsable(vimID, wantNodes(vs))
 	e.checkHosts(vs)
+	// The healed master's etcd certificate names the VIP too (from the
+	// kubeadm-config ConfigMap), and it is back behind the etcd frontend.
+	if sans := e.exec(e.host(masters[0]), "openssl x509 -noout -ext subjectAltName -in /etc/kubernetes/pki/etcd/server.crt"); !strings.Contains(sans, "IP Address:"+vip) {
+		t.Errorf("the healed master's etcd server certificate does not name the VIP %s:\n%s", vip, sans)
+	}
+	for _, m := range masters {
+		e.waitBackendUp(m, "etcd", wantNodes(masters))
+	}
+	if _, _, err := e.waitEtcdHealthVIP(etcdClient, vip); err != nil {
+		t.Errorf("after the heal: %v", err)
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for !slices.Equal(e.vipHolders(masters, vip), []string{nodeNameOf(masters[0])}) {
 		if time.Now().After(deadline) {

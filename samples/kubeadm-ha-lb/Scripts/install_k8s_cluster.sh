@@ -35,6 +35,12 @@
 #                          environment variables http_proxy, https_proxy, no_proxy)
 #   --token-ttl DURATION   TTL of the join token printed by the main master (default 1h)
 #   --skip-cni             do not apply the CNI manifest
+#   --etcd-cert-sans LIST  comma-separated extra IPs/names for etcd's server
+#                          certificates (the VIP, so that etcd clients can go
+#                          through HAProxy's etcd frontend); the main master
+#                          then runs kubeadm init with a generated
+#                          configuration file (etcd.local.serverCertSANs, kept
+#                          in the kubeadm-config ConfigMap for later joins)
 # Environment: ha_flag (Tacker), K8S_VERSION, K8S_PKG_VERSION, CONTAINERD_VERSION,
 #   CALICO_VERSION, K8S_STANDIN_MARKER (default /etc/k8s-standin).
 #
@@ -62,7 +68,7 @@ OS_RELEASE="${K8S_INSTALL_OS_RELEASE:-/etc/os-release}"
 PROG=install_k8s_cluster.sh
 MASTERS="" WORKER="" ENDPOINT="" POD_CIDR="192.168.0.0/16" SVC_CIDR="10.96.0.0/12"
 TOKEN="" CA_HASH="" CERT_KEY="" API_PORT="" NODE_NAME="" NODE_IP="" CP_JOIN=0
-TOKEN_TTL="1h" SKIP_CNI=0 LOGFILE="" STANDIN=0 ROLE=""
+TOKEN_TTL="1h" SKIP_CNI=0 LOGFILE="" STANDIN=0 ROLE="" ETCD_SANS=""
 MASTER_IPS=()
 HTTP_PROXY_V="${http_proxy:-${HTTP_PROXY:-}}"
 HTTPS_PROXY_V="${https_proxy:-${HTTPS_PROXY:-}}"
@@ -112,6 +118,7 @@ parse_args() {
 		--no-proxy) need_arg "$@"; NO_PROXY_V=$2; shift 2 ;;
 		--token-ttl) need_arg "$@"; TOKEN_TTL=$2; shift 2 ;;
 		--skip-cni) SKIP_CNI=1; shift ;;
+		--etcd-cert-sans) need_arg "$@"; ETCD_SANS=$2; shift 2 ;;
 		*) fail "unknown option: $1 (see -h)" ;;
 		esac
 	done
@@ -154,6 +161,11 @@ validate() {
 		[[ $CA_HASH =~ ^sha256:[0-9a-fA-F]{64}$ ]] || fail "-s: invalid CA certificate hash"
 	fi
 	[[ -z $CERT_KEY || $CERT_KEY =~ ^[0-9a-fA-F]{64}$ ]] || fail "-k: invalid certificate key (want 64 hex characters)"
+	local san sans
+	IFS=, read -r -a sans <<<"$ETCD_SANS"
+	for san in "${sans[@]}"; do
+		valid_ip "$san" || [[ $san =~ ^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$ ]] || fail "--etcd-cert-sans: '$san' is neither an IPv4 address nor a DNS name"
+	done
 }
 
 local_ips() { hostname -I 2>/dev/null | tr ' ' '\n' | grep -v '^$' || true; }
@@ -298,8 +310,38 @@ wait_node() {
 	fail "node $NODE_NAME did not appear in the cluster"
 }
 
+# kubeadm_config prints the kubeadm init configuration equivalent to the
+# flags main_master passes otherwise, plus etcd's extra certificate SANs
+# (which no flag sets). v1beta4 from Kubernetes 1.31 on, else v1beta3 (the
+# fields used are the same in both).
+kubeadm_config() {
+	local api=kubeadm.k8s.io/v1beta4 minor=${K8S_MINOR#v1.} san sans
+	[[ $minor =~ ^[0-9]+$ ]] && ((minor < 31)) && api=kubeadm.k8s.io/v1beta3
+	cat <<-EOC
+		apiVersion: $api
+		kind: InitConfiguration
+		localAPIEndpoint:
+		  advertiseAddress: "$NODE_IP"
+		  bindPort: $1
+		nodeRegistration:
+		  name: "$NODE_NAME"
+		---
+		apiVersion: $api
+		kind: ClusterConfiguration
+		controlPlaneEndpoint: "$ENDPOINT:$API_PORT"
+		networking:
+		  podSubnet: "$POD_CIDR"
+		  serviceSubnet: "$SVC_CIDR"
+		etcd:
+		  local:
+		    serverCertSANs:
+	EOC
+	IFS=, read -r -a sans <<<"$ETCD_SANS"
+	for san in "${sans[@]}"; do printf '    - "%s"\n' "$san"; done
+}
+
 main_master() {
-	local endpoint="$ENDPOINT:$API_PORT" status=installed out
+	local endpoint="$ENDPOINT:$API_PORT" status=installed out cfgdir=""
 	if [[ -f $ETC_K8S/admin.conf ]] && kubectl_admin get node "$NODE_NAME" -o name >/dev/null 2>&1; then
 		log "the control plane is already initialised on this node; not running kubeadm init again"
 		status=already-installed
@@ -308,14 +350,25 @@ main_master() {
 			log "a previous kubeadm init did not finish: resetting this node first"
 			as_root kubeadm reset -f
 		fi
-		local args=(init --control-plane-endpoint "$endpoint" --apiserver-advertise-address "$NODE_IP"
-			--pod-network-cidr "$POD_CIDR" --service-cidr "$SVC_CIDR" --node-name "$NODE_NAME")
-		if [[ ${#MASTER_IPS[@]} -gt 1 ]]; then args+=(--upload-certs); fi
 		# A single master serves the endpoint port itself; with several masters
 		# the endpoint is HAProxy on the VIP and the API servers keep 6443.
-		if [[ ${#MASTER_IPS[@]} -eq 1 ]]; then args+=(--apiserver-bind-port "$API_PORT"); fi
+		local bind=6443 args
+		if [[ ${#MASTER_IPS[@]} -eq 1 ]]; then bind=$API_PORT; fi
+		if [[ -n $ETCD_SANS ]]; then
+			# kubeadm refuses most flags next to --config: all goes into the file
+			# (nothing secret in it: kubeadm generates the token and the key).
+			cfgdir=$(mktemp -d)
+			kubeadm_config "$bind" >"$cfgdir/kubeadm-init.yaml"
+			args=(init --config "$cfgdir/kubeadm-init.yaml")
+		else
+			args=(init --control-plane-endpoint "$endpoint" --apiserver-advertise-address "$NODE_IP"
+				--pod-network-cidr "$POD_CIDR" --service-cidr "$SVC_CIDR" --node-name "$NODE_NAME")
+			if [[ ${#MASTER_IPS[@]} -eq 1 ]]; then args+=(--apiserver-bind-port "$API_PORT"); fi
+		fi
+		if [[ ${#MASTER_IPS[@]} -gt 1 ]]; then args+=(--upload-certs); fi
 		log "kubeadm ${args[*]}"
-		out=$(as_root kubeadm "${args[@]}" 2>&1) || fail "kubeadm init failed: $(tail -n 5 <<<"$out")"
+		out=$(as_root kubeadm "${args[@]}" 2>&1) || { [[ -z $cfgdir ]] || rm -rf "$cfgdir"; fail "kubeadm init failed: $(tail -n 5 <<<"$out")"; }
+		[[ -z $cfgdir ]] || rm -rf "$cfgdir"
 		printf '%s\n' "$out"
 	fi
 	copy_kubeconfig
