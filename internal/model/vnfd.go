@@ -58,6 +58,13 @@ type Flavour struct {
 	// HOT is the flavour's Heat base template (BaseHOT/<flavourId>/), nil
 	// when the package has none for this flavour.
 	HOT *HOT `json:"hot,omitempty"`
+	// Untranslated are the flavour's node templates and policies that
+	// describe VIM resources or placement the VNFM does not generate Heat
+	// for (tosca.nodes.Compute, tosca.nodes.network.*, object and file
+	// storage, affinity and security group rules...): name → type. A base
+	// HOT makes them the template author's business; without one they
+	// cannot be honoured, so the flavour cannot be instantiated.
+	Untranslated map[string]string `json:"untranslated,omitempty"`
 }
 
 // InstantiationLevel gives each aspect's scale level at instantiation.

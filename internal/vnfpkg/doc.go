@@ -78,5 +78,9 @@
 // flavor, image, virtual compute, CPs in NIC order with their virtual links,
 // storages, per-level instance counts), scaling aspects (step deltas and the
 // per-VDU deltas), instantiation levels, virtual links, storages, external
-// and VIP CPs, the hook → driver map and the Heat template paths.
+// and VIP CPs, the hook → driver map and the Heat template paths, and the
+// nodes and policies no Heat is generated for (Flavour.Untranslated:
+// tosca.nodes.Compute and network nodes, object/file storage, affinity and
+// security group rules), which internal/hotgen refuses for a flavour
+// without a base HOT.
 package vnfpkg

@@ -76,6 +76,17 @@ func (r *reader) readFlavour(fd flavourDoc, topVNF *nodeTpl) (*flavourCtx, error
 			}
 		}
 	}
+	for _, n := range all {
+		if n.kind != "" {
+			continue
+		}
+		for _, t := range untranslatedNodeTypes {
+			if r.nodes.derivesFrom(n.typ, t) {
+				fc.untranslated(n.name, n.typ)
+				break
+			}
+		}
+	}
 	for _, v := range fc.fl.VDUs {
 		slices.SortStableFunc(v.CPs, func(a, b model.VduCP) int {
 			ao, bo := math.MaxInt, math.MaxInt
@@ -111,6 +122,21 @@ func (r *reader) readFlavour(fd flavourDoc, topVNF *nodeTpl) (*flavourCtx, error
 		return nil, err
 	}
 	return fc, nil
+}
+
+// untranslatedNodeTypes describe VIM resources a generated Heat template
+// would have to create but the VNFM does not translate (TOSCA normative
+// compute and network nodes, object and file storage, container nodes).
+var untranslatedNodeTypes = []string{"tosca.nodes.Compute", "tosca.nodes.BlockStorage", "tosca.nodes.network.Network",
+	"tosca.nodes.network.Port", "tosca.nodes.LoadBalancer", "tosca.nodes.nfv.Vdu.VirtualObjectStorage",
+	"tosca.nodes.nfv.Vdu.VirtualFileStorage", "tosca.nodes.nfv.Vdu.OsContainer", "tosca.nodes.nfv.Mciop",
+	"tosca.nodes.nfv.VirtualCp", "tosca.nodes.nfv.Vdu.OsContainerDeployableUnit"}
+
+func (fc *flavourCtx) untranslated(name, typ string) {
+	if fc.fl.Untranslated == nil {
+		fc.fl.Untranslated = map[string]string{}
+	}
+	fc.fl.Untranslated[name] = typ
 }
 
 // artifactFile resolves an artifact file path written in the flavour file

@@ -13,6 +13,12 @@ type policy struct {
 	v         val
 }
 
+// untranslatedPolicyTypes constrain placement or security in ways a
+// generated Heat template does not express.
+// (Bitrate policies are not among them: like vl_profile's bitrate
+// requirements they are best effort, which Tacker ignores too.)
+var untranslatedPolicyTypes = []string{"tosca.policies.Placement", "tosca.policies.nfv.SecurityGroupRule"}
+
 var policyKinds = []string{policyScalingAspects, policyAspectDeltas, policyInitialDelta, policyInstLevels, policyVduInstLevels}
 
 // policyList reads policies: a list of single-key maps.
@@ -83,6 +89,14 @@ func (fc *flavourCtx) readPolicies() error {
 		return err
 	}
 	fl := fc.fl
+	for _, p := range ps {
+		for _, t := range untranslatedPolicyTypes {
+			if fc.r.policies.derivesFrom(p.typ, t) {
+				fc.untranslated(p.name, p.typ)
+				break
+			}
+		}
+	}
 	aspectAt := map[string]val{}
 	// Aspects first: the other policies refer to them.
 	for _, p := range ps {
