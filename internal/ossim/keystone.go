@@ -300,6 +300,7 @@ func (s *Sim) catalog(t *token) []any {
 		entry("orchestration", "heat", base+"/v1/"+t.account.ProjectID),
 		entry("compute", "nova", base+"/compute/v2.1"),
 		entry("network", "neutron", base+"/networking"),
+		entry("load-balancer", "octavia", base+"/load-balancer"),
 	}
 }
 

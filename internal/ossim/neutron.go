@@ -569,7 +569,7 @@ func neutronErr(w http.ResponseWriter, err error) {
 
 var neutronCollections = map[string]string{
 	"networks": "network", "subnets": "subnet", "ports": "port", "floatingips": "floatingip",
-	"security-groups": "security_group", "security-group-rules": "security_group_rule",
+	"security-groups": "security_group", "security-group-rules": "security_group_rule", "routers": "router",
 }
 
 func (s *Sim) serveNeutron(w http.ResponseWriter, r *http.Request) {
@@ -607,6 +607,10 @@ func (s *Sim) serveNeutron(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	coll := strings.TrimSuffix(segs[0], ".json")
+	if coll == "routers" && len(segs) == 3 {
+		s.serveRouterAction(w, r, segs[1], strings.TrimSuffix(segs[2], ".json"))
+		return
+	}
 	one, known := neutronCollections[coll]
 	if !known || len(segs) > 2 {
 		neutronErr(w, errf(404, "HTTPNotFound", "The resource could not be found."))
@@ -667,6 +671,10 @@ func (s *Sim) serveNeutron(w http.ResponseWriter, r *http.Request) {
 func (s *Sim) neutronList(coll, project string) []map[string]any {
 	var items []map[string]any
 	switch coll {
+	case "routers":
+		for _, r := range s.routerTable() {
+			items = append(items, s.routerJSON(r))
+		}
 	case "networks":
 		for _, n := range s.nets {
 			if n.shared || n.external || n.project == project {
@@ -804,6 +812,11 @@ func selectFields(it map[string]any, fields []string) map[string]any {
 
 func (s *Sim) neutronGet(coll, id string) (map[string]any, error) {
 	switch coll {
+	case "routers":
+		if r := s.routerTable()[id]; r != nil {
+			return s.routerJSON(r), nil
+		}
+		return nil, errf(404, "RouterNotFound", "Router %s could not be found", id)
 	case "networks":
 		if n := s.nets[id]; n != nil {
 			return s.networkJSON(n), nil
@@ -895,6 +908,12 @@ func stringList(v any) []string {
 func (s *Sim) neutronCreate(coll, project string, b map[string]any) (map[string]any, error) {
 	now := s.now()
 	switch coll {
+	case "routers":
+		r, err := s.createRouter(project, b)
+		if err != nil {
+			return nil, err
+		}
+		return s.routerJSON(r), nil
 	case "networks":
 		n := &network{id: uuid.NewString(), name: str(b, "name"), project: project, portSecurity: true,
 			created: now, updated: now, revision: 1, segID: 100 + len(s.nets)}
@@ -1028,6 +1047,15 @@ func orDefault(v, def any) any {
 func (s *Sim) neutronUpdate(coll, id string, b map[string]any) (map[string]any, error) {
 	now := s.now()
 	switch coll {
+	case "routers":
+		r := s.routerTable()[id]
+		if r == nil {
+			return nil, errf(404, "RouterNotFound", "Router %s could not be found", id)
+		}
+		if err := s.updateRouter(r, b); err != nil {
+			return nil, err
+		}
+		return s.routerJSON(r), nil
 	case "networks":
 		n := s.nets[id]
 		if n == nil {
@@ -1160,6 +1188,8 @@ func (s *Sim) updatePort(p *port, b map[string]any) error {
 
 func (s *Sim) neutronDelete(coll, id string) error {
 	switch coll {
+	case "routers":
+		return s.deleteRouter(id)
 	case "networks":
 		n := s.nets[id]
 		if n == nil {
@@ -1194,6 +1224,9 @@ func (s *Sim) neutronDelete(coll, id string) error {
 		p := s.ports[id]
 		if p == nil {
 			return errf(404, "PortNotFound", "Port %s could not be found.", id)
+		}
+		if p.deviceOwner == ownerRouterInterface || p.deviceOwner == ownerRouterGateway {
+			return errf(409, "L3PortInUse", "Port %s has owner %s and therefore cannot be deleted directly via the port API.", id, p.deviceOwner)
 		}
 		if strings.HasPrefix(p.deviceOwner, "compute:") && s.servers[p.deviceID] != nil {
 			s.detachPortFromServer(p)

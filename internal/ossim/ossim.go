@@ -1,9 +1,11 @@
 // Package ossim is an OpenStack simulator for tests and demos: one
 // http.Handler serving Keystone v3 (password tokens with a catalog), Heat v1
 // (stacks with nested AutoScalingGroups, template evaluation, update/PATCH,
-// mark-unhealthy), Nova v2.1 (servers with addresses and console log) and
-// Neutron v2.0 (networks, subnets, ports, floating IPs, security groups), all
-// on the same listener. Response shapes follow the real services (checked
+// mark-unhealthy), Nova v2.1 (servers with addresses and console log),
+// Neutron v2.0 (networks, subnets, ports, floating IPs, security groups,
+// routers) and a minimal Octavia v2 (load balancers, listeners, pools,
+// members, health monitors with Octavia's provisioning states), all on the
+// same listener. Response shapes follow the real services (checked
 // against gophercloud's fixtures); see README.md.
 //
 // With Options.Hosts set, servers on the host-backed network are real SSH
@@ -138,6 +140,8 @@ type Sim struct {
 	fips      map[string]*floatingIP
 	sgroups   map[string]*secGroup
 	srvGroups map[string]*serverGroup
+	routers   map[string]*router // router.go
+	octavia   *octaviaState      // octavia.go
 	faults    Faults
 	hostNet   *network
 	serverSeq int
@@ -359,6 +363,7 @@ func (s *Sim) goAsync(fn func(ctx context.Context)) {
 //	/v1/{project_id}/...       Heat
 //	/compute/v2.1/...          Nova
 //	/networking/v2.0/...       Neutron
+//	/load-balancer/v2/...      Octavia
 //	/_sim/...                  simulator admin (faults, hosts); no token
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Openstack-Request-Id", "req-"+uuid.NewString())
@@ -380,6 +385,8 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveNova(w, r)
 	case p == "/networking" || strings.HasPrefix(p, "/networking/"):
 		s.serveNeutron(w, r)
+	case p == "/load-balancer" || strings.HasPrefix(p, "/load-balancer/"):
+		s.serveOctavia(w, r)
 	case strings.HasPrefix(p, "/v1/"):
 		s.serveHeat(w, r)
 	default:
