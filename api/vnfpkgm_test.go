@@ -18,6 +18,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/api"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 	"github.com/mini-vnfm/mini-vnfm/internal/packages"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
@@ -84,7 +85,8 @@ func newPkgEnv(t *testing.T) *pkgEnv {
 	key, _ := secrets.ParseKey(secrets.NewKey())
 	box, _ := secrets.NewBox(key)
 	svc := lcm.NewService(lcm.Config{Store: st, Box: box, Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Infra: lcmtest.Resolver(&lcmtest.Infra{}), Logger: log})
-	pk := packages.New(packages.Config{Store: st, Box: box, Parse: stubParse, Logger: log, MaxBytes: 1 << 20, Lease: 2 * time.Second})
+	pk := packages.New(packages.Config{Store: st, Box: box, Parse: stubParse, Logger: log, MaxBytes: 1 << 20, Lease: 2 * time.Second,
+		Outbound: &outbound.Policy{AllowLoopback: true}})
 	t.Cleanup(pk.Wait)
 	e := &env{t: t, st: st, logs: logs}
 	var handler atomic.Value
@@ -261,6 +263,30 @@ func TestOnboardingFailuresAndURIUpload(t *testing.T) {
 			t.Fatalf("failed fetch detail %q", d)
 		}
 		e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages/"+id2+"/package_content/upload_from_uri", []byte(`{"addressInformation":"ftp://x"}`), "Content-Type", "application/json"), 400)
+	})
+	t.Run("upload_from_uri follows no redirect and no forbidden address", func(t *testing.T) {
+		var hits atomic.Int32
+		target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			_, _ = w.Write(csar(t, map[string]string{"vnfd.json": `{"id":"9f0f5c36-0000-4000-8000-00000000b003"}`}))
+		}))
+		defer target.Close()
+		redirect := httptest.NewServer(http.RedirectHandler(target.URL+"/p.zip", http.StatusMovedPermanently))
+		defer redirect.Close()
+		id := newPkg()
+		e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content/upload_from_uri",
+			[]byte(`{"addressInformation":"`+redirect.URL+`/p.zip"}`), "Content-Type", "application/json"), 202)
+		d := e.waitOnboarding(id, "CREATED")["onboardingFailureDetails"].(map[string]any)["detail"].(string)
+		if !strings.Contains(d, "redirects are not followed") || hits.Load() != 0 {
+			t.Fatalf("redirect: detail %q, target hit %d times", d, hits.Load())
+		}
+		for _, uri := range []string{"http://169.254.169.254/latest/user-data", "http://[::ffff:169.254.169.254]/", "http://100.100.100.200/"} {
+			r := e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages/"+newPkg()+"/package_content/upload_from_uri",
+				[]byte(`{"addressInformation":"`+uri+`"}`), "Content-Type", "application/json"), 422)
+			if d, _ := r.json(t)["detail"].(string); !strings.Contains(d, "outbound-URL policy") {
+				t.Fatalf("%s: %q", uri, d)
+			}
+		}
 	})
 	t.Run("errors", func(t *testing.T) {
 		e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/nope", nil), 404)

@@ -15,6 +15,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/auth"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 )
 
@@ -56,6 +57,9 @@ type Config struct {
 	AllowedOrigins []string `env:"VNFM_ALLOWED_ORIGINS" envSeparator:","`
 	// Auth configures API authentication (VNFM_AUTH*, see internal/auth.Settings).
 	Auth auth.Settings
+	// Outbound is the policy of calls made on a client's behalf
+	// (VNFM_OUTBOUND_*, see internal/outbound.Settings).
+	Outbound outbound.Settings
 }
 
 // Load reads and checks the environment.
@@ -75,6 +79,9 @@ func Load() (*Config, error) {
 	if _, err := c.Auth.Enabled(c.Listen); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	if _, err := c.Outbound.Policy(false); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	for i, o := range c.AllowedOrigins {
 		o = strings.TrimSpace(o)
 		u, err := url.Parse(o)
@@ -87,6 +94,17 @@ func Load() (*Config, error) {
 		return nil, errors.New("config: VNFM_WORKERS and VNFM_PAGE_SIZE must be ≥ 1 and VNFM_LEASE ≥ 1s")
 	}
 	return &c, nil
+}
+
+// OutboundPolicy builds the outbound-URL policy. VNFM_OUTBOUND_LOOPBACK=auto
+// allows loopback in a development setup: the VNFM listening on loopback or
+// running the embedded cloud (whose endpoints are on 127.0.0.1).
+func (c *Config) OutboundPolicy(simulator bool) (*outbound.Policy, error) {
+	p, err := c.Outbound.Policy(auth.IsLoopback(c.Listen) || simulator)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return p, nil
 }
 
 // SimulatorOn reports whether serve starts the embedded OpenStack simulator.

@@ -122,6 +122,9 @@ func TestLoadRefusesHalfSettings(t *testing.T) {
 		{"origin with a path", map[string]string{"VNFM_ALLOWED_ORIGINS": "https://ui.example/app"}, "VNFM_ALLOWED_ORIGINS"},
 		{"origin without scheme", map[string]string{"VNFM_ALLOWED_ORIGINS": "ui.example:8443"}, "VNFM_ALLOWED_ORIGINS"},
 		{"origins", map[string]string{"VNFM_ALLOWED_ORIGINS": "https://ui.example:8443/, http://127.0.0.1:3000"}, ""},
+		{"outbound loopback typo", map[string]string{"VNFM_OUTBOUND_LOOPBACK": "yes please"}, "VNFM_OUTBOUND_LOOPBACK"},
+		{"outbound allow of metadata", map[string]string{"VNFM_OUTBOUND_ALLOW": "169.254.169.254"}, "always refused"},
+		{"outbound deny garbage", map[string]string{"VNFM_OUTBOUND_DENY": "10.0.0.0/8,intranet"}, "VNFM_OUTBOUND_DENY"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {
@@ -138,5 +141,35 @@ func TestLoadRefusesHalfSettings(t *testing.T) {
 				t.Fatalf("err %v, want one naming %s", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestOutboundPolicyAuto: loopback is allowed in a development setup only.
+func TestOutboundPolicyAuto(t *testing.T) {
+	for _, tc := range []struct {
+		listen    string
+		simulator bool
+		loopback  string
+		want      bool
+	}{
+		{"127.0.0.1:9890", false, "auto", true},
+		{"0.0.0.0:9890", true, "auto", true},
+		{":9890", false, "auto", false},
+		{"127.0.0.1:9890", false, "deny", false},
+		{":9890", false, "allow", true},
+	} {
+		t.Setenv("VNFM_LISTEN", tc.listen)
+		t.Setenv("VNFM_OUTBOUND_LOOPBACK", tc.loopback)
+		c, err := Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := c.OutboundPolicy(tc.simulator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.AllowLoopback != tc.want || !p.AllowPrivate {
+			t.Errorf("%+v: loopback %v private %v", tc, p.AllowLoopback, p.AllowPrivate)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
@@ -33,15 +34,19 @@ type Config struct {
 	Mgmt   *mgmtdrivers.Registry
 	Infra  InfraResolver
 	Logger *slog.Logger
+	// Outbound is the policy VIM verification goes through (nil: the zero
+	// policy, which refuses loopback and private addresses).
+	Outbound *outbound.Policy
 }
 
 // Service validates LCM requests and turns them into op occurrences.
 type Service struct {
-	st    *store.Store
-	box   *secrets.Box
-	mgmt  *mgmtdrivers.Registry
-	infra InfraResolver
-	log   *slog.Logger
+	outbound *outbound.Policy
+	st       *store.Store
+	box      *secrets.Box
+	mgmt     *mgmtdrivers.Registry
+	infra    InfraResolver
+	log      *slog.Logger
 }
 
 // NewService builds a Service.
@@ -52,7 +57,7 @@ func NewService(c Config) *Service {
 	if c.Infra == nil {
 		c.Infra = func(string) (driverapi.InfraDriver, bool) { return nil, false }
 	}
-	return &Service{st: c.Store, box: c.Box, mgmt: c.Mgmt, infra: c.Infra, log: c.Logger}
+	return &Service{st: c.Store, box: c.Box, mgmt: c.Mgmt, infra: c.Infra, log: c.Logger, outbound: c.Outbound}
 }
 
 // decodeStrict decodes a request body into a typed view. Unknown members are

@@ -234,7 +234,7 @@ func (s *Service) verifyVim(ctx context.Context, name, typ, authURL string, proj
 		return VimStatusUnverified, map[string]any{"regions": regions}, nil
 	}
 	plain := verifyCred(cred, extra)
-	res, err := vim.Verify(ctx, vim.Target{Type: typ, AuthURL: authURL, Project: project, Cred: plain})
+	res, err := vim.Verify(ctx, vim.Target{Type: typ, AuthURL: authURL, Project: project, Cred: plain, Outbound: s.outbound})
 	var ve *vim.Error
 	if errors.As(err, &ve) {
 		detail := secrets.Scrub(ve.Detail, credValues(plain))

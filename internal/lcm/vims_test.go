@@ -11,10 +11,12 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
@@ -51,7 +53,8 @@ func (w *vimWorld) service(keys ...[]byte) *Service {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return NewService(Config{Store: w.st, Box: box, Logger: slog.New(slog.DiscardHandler)})
+	return NewService(Config{Store: w.st, Box: box, Logger: slog.New(slog.DiscardHandler),
+		Outbound: &outbound.Policy{AllowLoopback: true, ConnectTimeout: 200 * time.Millisecond}}) // the test's Keystone and API server are on 127.0.0.1
 }
 
 func (w *vimWorld) openstackBody(name, password string, extra string) string {
@@ -130,7 +133,7 @@ func TestRegisterVim(t *testing.T) {
 		{"wrong password", w.openstackBody("os2", "nope", ""), true, KindInvalid,
 			`VIM "os2" failed verification: Keystone rejected the credentials for user "nfv_user" at ` + w.ks.URL()},
 		{"wrong token", w.k8sBody("k2", "nope"), true, KindInvalid, "rejected the bearer token (401 Unauthorized)"},
-		{"unreachable", strings.Replace(w.openstackBody("os3", "devstack", ""), w.ks.URL(), deadURL(t), 1), true, KindInvalid, "connection refused"},
+		{"unreachable", strings.Replace(w.openstackBody("os3", "devstack", ""), w.ks.URL(), deadURL(t), 1), true, KindInvalid, "nothing accepted the connection"},
 		{"duplicate name", w.openstackBody("os1", "devstack", ""), true, KindConflict, `a VIM named "os1" already exists`},
 		{"no name", `{"auth_url":"http://x/v3","vim_project":{"name":"p"},"auth_cred":{"username":"u","password":"p"}}`, false, KindInvalid, "vim.name is required"},
 		{"bad type", `{"name":"x","type":"vmware","auth_url":"http://x/v3","auth_cred":{}}`, false, KindInvalid, `vim.type "vmware" is not supported`},

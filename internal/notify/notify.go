@@ -24,6 +24,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lccn"
 	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
@@ -45,13 +46,17 @@ type Config struct {
 	RetryFor time.Duration
 	// Poll is the fallback when no wake-up arrives (default 2s).
 	Poll time.Duration
-	// HTTPClient sends notifications (default: one with Timeout).
-	HTTPClient *http.Client
+	// Outbound is the policy every callback, token endpoint and callback
+	// test goes through (nil: the zero policy, which refuses loopback and
+	// private addresses).
+	Outbound *outbound.Policy
 }
 
 // Notifier runs the delivery workers.
 type Notifier struct {
 	cfg    Config
+	client *http.Client // deliveries and token requests
+	probe  *http.Client // callback tests: failures all take the same time
 	log    *slog.Logger
 	wake   chan struct{}
 	owner  string
@@ -81,12 +86,14 @@ func New(c Config) *Notifier {
 	if c.Poll <= 0 {
 		c.Poll = 2 * time.Second
 	}
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: c.Timeout}
+	if c.Outbound == nil {
+		c.Outbound = &outbound.Policy{}
 	}
 	h, _ := os.Hostname()
 	return &Notifier{cfg: c, log: c.Logger.With("component", "notify"), wake: make(chan struct{}, c.Workers),
-		owner: fmt.Sprintf("%s-%d", h, os.Getpid())}
+		owner:  fmt.Sprintf("%s-%d", h, os.Getpid()),
+		client: c.Outbound.Client(outbound.ClientOptions{Timeout: c.Timeout}),
+		probe:  c.Outbound.Client(outbound.ClientOptions{Timeout: c.Timeout, Probe: true})}
 }
 
 // Run delivers until ctx ends.
@@ -290,12 +297,12 @@ func (n *Notifier) send(ctx context.Context, sub *store.Subscription, auth *Auth
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Version", "1.3.0")
-	if err := n.authorize(ctx, req, auth); err != nil {
+	if err := n.authorize(ctx, req, auth, n.client); err != nil {
 		return err
 	}
-	res, err := n.cfg.HTTPClient.Do(req)
+	res, err := n.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", sub.CallbackURI, unwrapURL(err))
+		return fmt.Errorf("POST %s: %s", sub.CallbackURI, outbound.Describe(err))
 	}
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
@@ -305,16 +312,9 @@ func (n *Notifier) send(ctx context.Context, sub *store.Subscription, auth *Auth
 	return nil
 }
 
-func unwrapURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
-// authorize adds BASIC or OAuth 2.0 client-credentials authorization.
-func (n *Notifier) authorize(ctx context.Context, req *http.Request, a *Authentication) error {
+// authorize adds BASIC or OAuth 2.0 client-credentials authorization; the
+// token request goes through client.
+func (n *Notifier) authorize(ctx context.Context, req *http.Request, a *Authentication, client *http.Client) error {
 	if a == nil {
 		return nil
 	}
@@ -327,7 +327,7 @@ func (n *Notifier) authorize(ctx context.Context, req *http.Request, a *Authenti
 			}
 		case "OAUTH2_CLIENT_CREDENTIALS":
 			if p := a.ParamsOauth2ClientCredentials; p != nil {
-				tok, err := n.token(ctx, p.TokenEndpoint, p.ClientID, p.ClientPassword)
+				tok, err := n.token(ctx, client, p.TokenEndpoint, p.ClientID, p.ClientPassword)
 				if err != nil {
 					return err
 				}
@@ -344,7 +344,7 @@ type cachedToken struct {
 	until time.Time
 }
 
-func (n *Notifier) token(ctx context.Context, endpoint, id, secret string) (string, error) {
+func (n *Notifier) token(ctx context.Context, client *http.Client, endpoint, id, secret string) (string, error) {
 	key := endpoint + "|" + id
 	if v, ok := n.tokens.Load(key); ok {
 		if c := v.(cachedToken); time.Now().Before(c.until) {
@@ -358,9 +358,9 @@ func (n *Notifier) token(ctx context.Context, endpoint, id, secret string) (stri
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
-	res, err := n.cfg.HTTPClient.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("token request to %s: %w", endpoint, unwrapURL(err))
+		return "", fmt.Errorf("token request to %s: %s", endpoint, outbound.Describe(err))
 	}
 	defer res.Body.Close()
 	var body struct {
@@ -390,12 +390,12 @@ func (n *Notifier) TestCallback(ctx context.Context, uri string, a *Authenticati
 		return err
 	}
 	req.Header.Set("Version", "1.3.0")
-	if err := n.authorize(ctx, req, a); err != nil {
+	if err := n.authorize(ctx, req, a, n.probe); err != nil {
 		return err
 	}
-	res, err := n.cfg.HTTPClient.Do(req)
+	res, err := n.probe.Do(req)
 	if err != nil {
-		return fmt.Errorf("GET %s failed: %w", uri, unwrapURL(err))
+		return fmt.Errorf("GET %s failed: %s", uri, outbound.Describe(err))
 	}
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
@@ -443,6 +443,9 @@ func (s *Subscriptions) Create(ctx context.Context, raw []byte) (*store.Subscrip
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &InvalidError{Detail: fmt.Sprintf("callbackUri %q is not an absolute http(s) URL", req.CallbackURI)}
 	}
+	if err := s.n.cfg.Outbound.CheckURL(ctx, req.CallbackURI); err != nil {
+		return nil, &InvalidError{Unprocessable: true, Detail: "callbackUri: " + err.Error()}
+	}
 	var auth *Authentication
 	var sealed []byte
 	if len(req.Authentication) > 0 && string(req.Authentication) != "null" {
@@ -452,6 +455,11 @@ func (s *Subscriptions) Create(ctx context.Context, raw []byte) (*store.Subscrip
 		}
 		if err := auth.check(); err != nil {
 			return nil, &InvalidError{Detail: err.Error()}
+		}
+		if p := auth.ParamsOauth2ClientCredentials; p != nil {
+			if err := s.n.cfg.Outbound.CheckURL(ctx, p.TokenEndpoint); err != nil {
+				return nil, &InvalidError{Unprocessable: true, Detail: "authentication.paramsOauth2ClientCredentials.tokenEndpoint: " + err.Error()}
+			}
 		}
 		if sealed, err = s.n.cfg.Box.SealJSON(req.Authentication); err != nil {
 			return nil, err

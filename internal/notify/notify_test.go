@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/notify"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
@@ -96,7 +98,8 @@ func setup(t *testing.T) *world {
 	cfg := lcm.Config{Store: st, Box: box, Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Infra: lcmtest.Resolver(&lcmtest.Infra{}), Logger: log}
 	eng := lcm.NewEngine(lcm.EngineConfig{Config: cfg, Workers: 2, Lease: 5 * time.Second, Poll: 100 * time.Millisecond})
 	n := notify.New(notify.Config{Store: st, Box: box, BaseURL: "http://vnfm.example", Logger: log,
-		BackoffMin: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond, Timeout: 2 * time.Second})
+		BackoffMin: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond, Timeout: 2 * time.Second,
+		Outbound: &outbound.Policy{AllowLoopback: true}})
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = eng.Run(ctx) })
 	wg.Go(func() { n.Run(ctx) })
@@ -277,4 +280,82 @@ func asInvalid(err error, target **notify.InvalidError) bool {
 		*target = ie
 	}
 	return ok
+}
+
+// TestRedirectsAreNotFollowed is the issue 14 reproduction: a notification
+// endpoint that redirects (for the callback test or for deliveries) does
+// not make the VNFM call the redirect's target, and the error says why
+// without the remote's body.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	w := setup(t)
+	ctx := context.Background()
+	var targetHits atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		targetHits.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer target.Close()
+	// Passes the callback test, then redirects every notification.
+	postRedirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		http.Redirect(w, r, target.URL+"/internal-admin", http.StatusTemporaryRedirect)
+	}))
+	defer postRedirect.Close()
+	// Redirects the callback test itself.
+	getRedirect := httptest.NewServer(http.RedirectHandler(target.URL+"/internal-admin", http.StatusFound))
+	defer getRedirect.Close()
+
+	var ie *notify.InvalidError
+	_, err := w.subs.Create(ctx, []byte(`{"callbackUri":"`+getRedirect.URL+`/cb"}`))
+	if !asInvalid(err, &ie) || !ie.Unprocessable || !strings.Contains(ie.Detail, "redirects are not followed") || strings.Contains(ie.Detail, "internal-admin") {
+		t.Fatalf("redirecting callback test: %v", err)
+	}
+	sub, err := w.subs.Create(ctx, []byte(`{"callbackUri":"`+postRedirect.URL+`/cb"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.CreateInstance(ctx, []byte(`{"vnfdId":"`+lcmtest.VnfdID+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var attempts int
+		var lastErr *string
+		err := w.st.Pool().QueryRow(ctx, `SELECT attempts, last_error FROM notification_outbox WHERE subscription_id = $1 ORDER BY id LIMIT 1`, sub.ID).Scan(&attempts, &lastErr)
+		if err == nil && attempts >= 2 && lastErr != nil {
+			if !strings.Contains(*lastErr, "redirects are not followed") || strings.Contains(*lastErr, "internal-admin") {
+				t.Fatalf("delivery error %q", *lastErr)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed delivery recorded (attempts %d, err %v)", attempts, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := targetHits.Load(); n != 0 {
+		t.Fatalf("the redirect target was called %d times", n)
+	}
+}
+
+// TestCallbackPolicy: callback URIs and token endpoints the outbound
+// policy refuses are 422 at subscription time, before any connection.
+func TestCallbackPolicy(t *testing.T) {
+	w := setup(t)
+	for _, tc := range []struct{ body, want string }{
+		{`{"callbackUri":"http://169.254.169.254/latest/meta-data/"}`, "link-local"},
+		{`{"callbackUri":"http://[fd00:ec2::254]/"}`, "metadata"},
+		{`{"callbackUri":"http://100.100.100.200/"}`, "metadata"},
+		{`{"callbackUri":"http://127.0.0.1:1/cb","authentication":{"authType":["OAUTH2_CLIENT_CREDENTIALS"],
+			"paramsOauth2ClientCredentials":{"clientId":"c","clientPassword":"p","tokenEndpoint":"http://169.254.169.254/token"}}}`, "tokenEndpoint"},
+	} {
+		var ie *notify.InvalidError
+		_, err := w.subs.Create(context.Background(), []byte(tc.body))
+		if !asInvalid(err, &ie) || !ie.Unprocessable || !strings.Contains(ie.Detail, tc.want) || !strings.Contains(ie.Detail, "outbound-URL policy") {
+			t.Fatalf("%s: %v", tc.body, err)
+		}
+	}
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
@@ -55,17 +56,19 @@ type Config struct {
 	FetchTimeout time.Duration
 	// Lease of an onboarding (default 2m); Sweep resumes expired ones.
 	Lease time.Duration
-	// HTTPClient fetches upload_from_uri content (default: a client with FetchTimeout).
-	HTTPClient *http.Client
+	// Outbound is the policy upload_from_uri downloads go through (nil: the
+	// zero policy, which refuses loopback and private addresses).
+	Outbound *outbound.Policy
 }
 
 // Service implements package management.
 type Service struct {
-	cfg   Config
-	st    *store.Store
-	log   *slog.Logger
-	owner string
-	wg    sync.WaitGroup
+	cfg    Config
+	client *http.Client
+	st     *store.Store
+	log    *slog.Logger
+	owner  string
+	wg     sync.WaitGroup
 }
 
 // New builds a Service.
@@ -82,12 +85,15 @@ func New(c Config) *Service {
 	if c.Lease <= 0 {
 		c.Lease = 2 * time.Minute
 	}
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: c.FetchTimeout}
+	if c.Outbound == nil {
+		c.Outbound = &outbound.Policy{}
 	}
 	h, _ := os.Hostname()
+	// A probe client: the failure of a download, shown in the package's
+	// onboardingFailureDetails, must not tell closed ports from filtered ones.
 	return &Service{cfg: c, st: c.Store, log: c.Logger.With("component", "packages"),
-		owner: fmt.Sprintf("%s-%d-%s", h, os.Getpid(), uuid.NewString()[:8])}
+		owner:  fmt.Sprintf("%s-%d-%s", h, os.Getpid(), uuid.NewString()[:8]),
+		client: c.Outbound.Client(outbound.ClientOptions{Timeout: c.FetchTimeout, Probe: true})}
 }
 
 // MaxBytes is the upload limit.
@@ -189,6 +195,9 @@ func (s *Service) UploadFromURI(ctx context.Context, id string, raw []byte) erro
 	u, err := url.Parse(src.AddressInformation)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return &lcm.Error{Kind: lcm.KindInvalid, Detail: fmt.Sprintf("addressInformation %q is not an http(s) URL", src.AddressInformation)}
+	}
+	if err := s.cfg.Outbound.CheckURL(ctx, src.AddressInformation); err != nil {
+		return &lcm.Error{Kind: lcm.KindUnprocessable, Detail: "addressInformation: " + err.Error()}
 	}
 	sealed, err := s.cfg.Box.SealJSON(raw)
 	if err != nil {
@@ -320,9 +329,9 @@ func (s *Service) fetch(ctx context.Context, sealed []byte) ([]byte, error) {
 	if src.UserName != "" || src.Password != "" {
 		req.SetBasicAuth(src.UserName, src.Password)
 	}
-	res, err := s.cfg.HTTPClient.Do(req)
+	res, err := s.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot download %s: %v", src.AddressInformation, secrets.Scrub(err.Error(), []string{src.Password}))
+		return nil, fmt.Errorf("cannot download %s: %s", src.AddressInformation, secrets.Scrub(outbound.Describe(err), []string{src.Password}))
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {

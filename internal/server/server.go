@@ -127,7 +127,13 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if infra == nil {
 		infra = NewInfraResolver(nil, nil)
 	}
-	lcmCfg := lcm.Config{Store: st, Box: box, Mgmt: mgmt, Infra: infra, Logger: log}
+	policy, err := cfg.OutboundPolicy(simOn)
+	if err != nil {
+		return err
+	}
+	log.Info("outbound-URL policy", "loopback", policy.AllowLoopback, "private", policy.AllowPrivate,
+		"allow", fmt.Sprint(policy.Allow), "deny", fmt.Sprint(policy.Deny))
+	lcmCfg := lcm.Config{Store: st, Box: box, Mgmt: mgmt, Infra: infra, Logger: log, Outbound: policy}
 	svc := lcm.NewService(lcmCfg)
 	m := metrics.New(svc.Stats, log)
 
@@ -143,7 +149,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if parse == nil {
 		parse = ParseCSAR
 	}
-	pkgs := packages.New(packages.Config{Store: st, Box: box, Parse: parse, Logger: log})
+	pkgs := packages.New(packages.Config{Store: st, Box: box, Parse: parse, Logger: log, Outbound: policy})
 	defer pkgs.Wait()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -155,7 +161,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		cfg.EndpointURL = strings.TrimSuffix(cfg.EndpointURL, "0") + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	}
 	notifier := notify.New(notify.Config{Store: st, Box: box, BaseURL: cfg.EndpointURL, Logger: log, Metrics: m,
-		BackoffMin: cfg.NotifyBackoffMin, BackoffMax: cfg.NotifyBackoffMax, RetryFor: cfg.NotifyRetryFor, Poll: cfg.Poll})
+		BackoffMin: cfg.NotifyBackoffMin, BackoffMax: cfg.NotifyBackoffMax, RetryFor: cfg.NotifyRetryFor, Poll: cfg.Poll,
+		Outbound: policy})
 	apiCfg := api.Config{Service: svc, Packages: pkgs, EndpointURL: cfg.EndpointURL, Logger: log, Metrics: m,
 		PageSize: cfg.PageSize, MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins,
 		Subscriptions: notify.NewSubscriptions(notifier, cfg.TestCallbacks)}

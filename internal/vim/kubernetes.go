@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 )
 
 // KubernetesAuthKind names how a Kubernetes VIM authenticates.
@@ -42,7 +44,7 @@ func verifyKubernetes(ctx context.Context, t Target, client *http.Client, timeou
 		what = fmt.Sprintf("the password of user %q", Str(t.Cred, "username"))
 		authorize = func(r *http.Request) { r.SetBasicAuth(Str(t.Cred, "username"), Str(t.Cred, "password")) }
 	case "oidc":
-		tok, err := oidcToken(ctx, t.Cred, timeout)
+		tok, err := oidcToken(ctx, t.Outbound, t.Cred, timeout)
 		if err != nil {
 			return nil, err
 		}
@@ -109,17 +111,24 @@ func verifyKubernetes(ctx context.Context, t Target, client *http.Client, timeou
 	return out, nil
 }
 
+// oauthErrorCodes are the error codes of RFC 6749 5.2 shown to the user.
+var oauthErrorCodes = map[string]bool{"invalid_request": true, "invalid_client": true, "invalid_grant": true,
+	"unauthorized_client": true, "unsupported_grant_type": true, "invalid_scope": true}
+
 // oidcToken gets an ID token by the resource owner password grant.
-func oidcToken(ctx context.Context, cred map[string]any, timeout time.Duration) (string, error) {
+func oidcToken(ctx context.Context, policy *outbound.Policy, cred map[string]any, timeout time.Duration) (string, error) {
 	tokenURL := Str(cred, "oidc_token_url")
 	if u, err := url.Parse(tokenURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", failf(err, "auth_cred.oidc_token_url %q is not an http(s) URL", tokenURL)
+	}
+	if err := policy.CheckURL(ctx, tokenURL); err != nil {
+		return "", failf(err, "auth_cred.oidc_token_url: %v", err)
 	}
 	cfg, err := tlsConfig(cred, true)
 	if err != nil {
 		return "", err
 	}
-	client := &http.Client{Timeout: timeout, Transport: transport(cfg)}
+	client := policy.Client(outbound.ClientOptions{Timeout: timeout, TLS: cfg, Probe: true})
 	form := url.Values{"grant_type": {"password"}, "scope": {"openid"}, "client_id": {Str(cred, "client_id")},
 		"username": {Str(cred, "username")}, "password": {Str(cred, "password")}}
 	if s := Str(cred, "client_secret"); s != "" {
@@ -138,18 +147,16 @@ func oidcToken(ctx context.Context, cred map[string]any, timeout time.Duration) 
 	defer res.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	var tok struct {
-		IDToken          string `json:"id_token"`
-		Error            string `json:"error"`
-		ErrorDescription string `json:"error_description"`
+		IDToken string `json:"id_token"`
+		Error   string `json:"error"`
 	}
 	_ = json.Unmarshal(body, &tok)
 	if res.StatusCode != http.StatusOK || tok.IDToken == "" {
+		// The RFC 6749 error code is one of a few tokens; the free-text
+		// error_description is the remote's and is not repeated.
 		why := statusText(res.StatusCode)
-		if tok.Error != "" {
+		if oauthErrorCodes[tok.Error] {
 			why += ": " + tok.Error
-			if tok.ErrorDescription != "" {
-				why += " (" + tok.ErrorDescription + ")"
-			}
 		} else if res.StatusCode == http.StatusOK {
 			why += " without an id_token"
 		}

@@ -2,9 +2,7 @@ package vim
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -144,16 +142,16 @@ func verifyOpenStack(ctx context.Context, t Target, client *http.Client, timeout
 func keystoneError(authURL string, k KeystoneAuth, timeout time.Duration, err error) *Error {
 	var code gophercloud.ErrUnexpectedResponseCode
 	if errors.As(err, &code) {
-		msg := keystoneMessage(code.Body)
+		// Keystone's error message is the remote's body: not repeated.
 		switch code.Actual {
 		case http.StatusUnauthorized:
-			return failf(err, "Keystone rejected the credentials for user %q at %s (%s%s)", k.User(), authURL, statusText(code.Actual), msg)
+			return failf(err, "Keystone rejected the credentials for user %q at %s (%s)", k.User(), authURL, statusText(code.Actual))
 		case http.StatusForbidden:
-			return failf(err, "Keystone at %s authenticated user %q but refused a token for project %q (%s%s); give the user a role in that project", authURL, k.User(), k.Project(), statusText(code.Actual), msg)
+			return failf(err, "Keystone at %s authenticated user %q but refused a token for project %q (%s); give the user a role in that project", authURL, k.User(), k.Project(), statusText(code.Actual))
 		case http.StatusNotFound:
 			return failf(err, "no Keystone v3 identity API at %s (%s %s answered %s); auth_url usually ends in /v3 or /identity/v3", authURL, code.Method, code.URL, statusText(code.Actual))
 		}
-		return failf(err, "Keystone at %s refused the token request for user %q (%s%s)", authURL, k.User(), statusText(code.Actual), msg)
+		return failf(err, "Keystone at %s refused the token request for user %q (%s)", authURL, k.User(), statusText(code.Actual))
 	}
 	var missing gophercloud.ErrMissingInput
 	if errors.As(err, &missing) {
@@ -167,21 +165,4 @@ func keystoneError(authURL string, k KeystoneAuth, timeout time.Duration, err er
 		return reachError("Keystone", authURL, timeout, err)
 	}
 	return failf(err, "Keystone token request to %s failed: %v", authURL, err)
-}
-
-// keystoneMessage extracts {"error": {"message": ...}} from a Keystone error body.
-func keystoneMessage(body []byte) string {
-	var doc struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &doc) != nil || doc.Error.Message == "" {
-		return ""
-	}
-	m := doc.Error.Message
-	if len(m) > 200 {
-		m = m[:200] + "…"
-	}
-	return fmt.Sprintf(": %s", m)
 }

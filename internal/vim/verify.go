@@ -14,14 +14,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 )
 
 // Types of VIM.
@@ -41,6 +41,11 @@ type Target struct {
 	Cred    map[string]any // auth_cred, plaintext
 	// Timeout bounds the verification; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// Outbound is the policy every request of the verification goes
+	// through (nil: the zero policy, which refuses loopback and private
+	// addresses). The registering client names auth_url and
+	// oidc_token_url, so these are requests on a client's behalf.
+	Outbound *outbound.Policy
 }
 
 // Result is what a successful verification learnt about the VIM.
@@ -74,14 +79,19 @@ func Verify(ctx context.Context, t Target) (*Result, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	if t.Outbound == nil {
+		t.Outbound = &outbound.Policy{}
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if err := t.Outbound.CheckURL(ctx, t.AuthURL); err != nil {
+		return nil, failf(err, "auth_url: %v", err)
+	}
 	tlsCfg, err := tlsConfig(t.Cred, false)
 	if err != nil {
 		return nil, err
 	}
-	client := &http.Client{Timeout: timeout, Transport: transport(tlsCfg),
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	client := t.Outbound.Client(outbound.ClientOptions{Timeout: timeout, TLS: tlsCfg, Probe: true})
 	switch t.Type {
 	case TypeOpenStack:
 		return verifyOpenStack(ctx, t, client, timeout)
@@ -89,12 +99,6 @@ func Verify(ctx context.Context, t Target) (*Result, error) {
 		return verifyKubernetes(ctx, t, client, timeout)
 	}
 	return nil, failf(nil, "VIM type %q is not supported; use openstack or kubernetes", t.Type)
-}
-
-func transport(cfg *tls.Config) *http.Transport {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = cfg
-	return tr
 }
 
 // tlsConfig builds the client TLS settings from auth_cred: ssl_ca_cert (PEM)
@@ -153,38 +157,29 @@ func Bool(v any) (bool, error) {
 	return false, fmt.Errorf("not a boolean: %v", v)
 }
 
-// reachError explains a transport error: what could not be reached and why.
+// reachError explains a transport error: what could not be reached and
+// why, in the outbound policy's words (one sentence for a closed, a
+// filtered and an unreachable port; never the remote's body).
 func reachError(what, target string, timeout time.Duration, err error) *Error {
 	var (
 		unknownCA x509.UnknownAuthorityError
 		hostErr   x509.HostnameError
 		invalid   x509.CertificateInvalidError
-		record    tls.RecordHeaderError
-		dnsErr    *net.DNSError
-		netErr    net.Error
+		refused   *outbound.RefusedError
 	)
-	why := ""
 	switch {
+	case errors.As(err, &refused):
+		return failf(err, "%s at %s: %v", what, target, refused)
 	case errors.As(err, &unknownCA):
 		return failf(err, "cannot trust %s at %s: its TLS certificate is not signed by a CA the VNFM trusts; give the CA certificate as ssl_ca_cert (PEM), or set cert_verify to False to skip the check", what, target)
 	case errors.As(err, &hostErr):
 		return failf(err, "cannot trust %s at %s: its TLS certificate is not valid for %s (%v)", what, target, hostErr.Host, hostErr)
 	case errors.As(err, &invalid):
 		return failf(err, "cannot trust %s at %s: its TLS certificate is invalid (%v)", what, target, invalid)
-	case errors.As(err, &record), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
-		return failf(err, "cannot reach %s at %s: it does not speak TLS on that port (use http:// or the HTTPS port)", what, target)
-	case errors.Is(err, syscall.ECONNREFUSED):
-		why = "connection refused"
-	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		why = "no route to host"
-	case errors.Is(err, syscall.ECONNRESET):
-		why = "connection reset by peer"
-	case errors.As(err, &dnsErr):
-		why = fmt.Sprintf("cannot resolve host name %s", dnsErr.Name)
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+	}
+	why := outbound.Describe(err)
+	if why == "no answer in time" {
 		why = fmt.Sprintf("no answer within %s", timeout)
-	default:
-		why = err.Error()
 	}
 	return failf(err, "cannot reach %s at %s: %s", what, target, why)
 }

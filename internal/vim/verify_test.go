@@ -8,12 +8,18 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 	"github.com/mini-vnfm/mini-vnfm/internal/vim"
 	"github.com/mini-vnfm/mini-vnfm/internal/vim/vimtest"
 )
+
+// loopbackOK is the outbound policy of these tests: their servers are on
+// 127.0.0.1. A short connect timeout keeps the probe's equal-time failures short.
+var loopbackOK = &outbound.Policy{AllowLoopback: true, ConnectTimeout: 200 * time.Millisecond}
 
 // closedURL returns an http URL on 127.0.0.1 where nothing listens.
 func closedURL(t *testing.T) string {
@@ -50,10 +56,10 @@ func TestVerifyOpenStack(t *testing.T) {
 		{"user and project ids", ks.URL(), map[string]any{"id": "pid-nfv"}, map[string]any{"user_id": "uid-nfv_user", "password": "devstack"}, ""},
 		{"unversioned URL uses version discovery", ks.Server.URL, project, osCred("nfv_user", "devstack"), ""},
 		{"wrong password", ks.URL(), project, osCred("nfv_user", "wrong"),
-			`Keystone rejected the credentials for user "nfv_user" at ` + ks.URL() + ` (401 Unauthorized: The request you have made requires authentication.)`},
+			`Keystone rejected the credentials for user "nfv_user" at ` + ks.URL() + ` (401 Unauthorized)`},
 		{"unknown project", ks.URL(), map[string]any{"name": "other"}, osCred("nfv_user", "devstack"), `Keystone rejected the credentials for user "nfv_user"`},
 		{"not a Keystone", ks.Server.URL + "/nothing/v3", project, osCred("nfv_user", "devstack"), "no Keystone v3 identity API at"},
-		{"unreachable", dead + "/v3", project, osCred("nfv_user", "devstack"), "cannot reach Keystone at " + dead + "/v3: connection refused"},
+		{"unreachable", dead + "/v3", project, osCred("nfv_user", "devstack"), "cannot reach Keystone at " + dead + "/v3: cannot connect to " + strings.TrimPrefix(dead, "http://") + " (nothing accepted the connection)"},
 		{"no password", ks.URL(), project, map[string]any{"username": "nfv_user"}, "auth_cred.password is required"},
 		{"no project", ks.URL(), map[string]any{}, osCred("nfv_user", "devstack"), "vim_project.name (or id) is required"},
 		{"untrusted TLS", tlsKS.URL + "/v3", project, osCred("nfv_user", "devstack"), "TLS certificate is not signed by a CA the VNFM trusts"},
@@ -63,7 +69,7 @@ func TestVerifyOpenStack(t *testing.T) {
 		{"https to a plain HTTP server", strings.Replace(ks.URL(), "http:", "https:", 1), project, osCred("nfv_user", "devstack"), "does not speak TLS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := vim.Verify(context.Background(), vim.Target{Type: vim.TypeOpenStack, AuthURL: tc.url, Project: tc.project, Cred: tc.cred})
+			res, err := vim.Verify(context.Background(), vim.Target{Type: vim.TypeOpenStack, AuthURL: tc.url, Project: tc.project, Cred: tc.cred, Outbound: loopbackOK})
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("verify: %v", err)
@@ -86,7 +92,7 @@ func TestVerifyOpenStack(t *testing.T) {
 		})
 	}
 	// The token request has the shape Keystone expects.
-	_, _ = vim.Verify(context.Background(), vim.Target{Type: vim.TypeOpenStack, AuthURL: ks.URL(), Project: project, Cred: osCred("nfv_user", "devstack")})
+	_, _ = vim.Verify(context.Background(), vim.Target{Type: vim.TypeOpenStack, AuthURL: ks.URL(), Project: project, Cred: osCred("nfv_user", "devstack"), Outbound: loopbackOK})
 	body := ks.LastRequest()
 	auth := body["auth"].(map[string]any)
 	if m := auth["identity"].(map[string]any)["methods"].([]any); len(m) != 1 || m[0] != "password" {
@@ -109,7 +115,7 @@ func TestVerifyOpenStackTimeout(t *testing.T) {
 	t.Cleanup(func() { close(release) }) // runs first
 	start := time.Now()
 	_, err := vim.Verify(context.Background(), vim.Target{Type: vim.TypeOpenStack, AuthURL: hang.URL + "/v3",
-		Project: map[string]any{"name": "p"}, Cred: osCred("u", "p"), Timeout: 300 * time.Millisecond})
+		Project: map[string]any{"name": "p"}, Cred: osCred("u", "p"), Timeout: 300 * time.Millisecond, Outbound: loopbackOK})
 	if err == nil || !strings.Contains(err.Error(), "no answer within 300ms") {
 		t.Fatalf("err %v", err)
 	}
@@ -149,14 +155,14 @@ func TestVerifyKubernetes(t *testing.T) {
 		{"no CA", k8s.URL(), map[string]any{"bearer_token": "tok123"}, "TLS certificate is not signed by a CA the VNFM trusts; give the CA certificate as ssl_ca_cert"},
 		{"CA is not PEM", k8s.URL(), map[string]any{"bearer_token": "tok123", "ssl_ca_cert": "PEMDATA"}, "ssl_ca_cert holds no PEM certificate"},
 		{"oidc rejected", k8s.URL(), map[string]any{"oidc_token_url": oidc.URL + "/token", "username": "alice", "password": "bad", "client_id": "vnfm", "ssl_ca_cert": ca},
-			`the OIDC provider at ` + oidc.URL + ` rejected the credentials of user "alice" for client "vnfm" (401 Unauthorized: invalid_grant (Invalid user credentials))`},
+			`the OIDC provider at ` + oidc.URL + ` rejected the credentials of user "alice" for client "vnfm" (401 Unauthorized: invalid_grant)`},
 		{"no credentials", k8s.URL(), map[string]any{"ssl_ca_cert": ca}, "needs bearer_token"},
 		{"not a Kubernetes API", plain.URL, map[string]any{"bearer_token": "tok123"}, "answered GET /api with 404 Not Found"},
-		{"unreachable", strings.Replace(closedURL(t), "http:", "https:", 1), map[string]any{"bearer_token": "tok123"}, "connection refused"},
+		{"unreachable", strings.Replace(closedURL(t), "http:", "https:", 1), map[string]any{"bearer_token": "tok123"}, "(nothing accepted the connection)"},
 		{"bad URL", "ftp://x", map[string]any{"bearer_token": "tok123"}, `auth_url "ftp://x" is not an http(s) URL`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := vim.Verify(context.Background(), vim.Target{Type: vim.TypeKubernetes, AuthURL: tc.url, Project: ns, Cred: tc.cred})
+			res, err := vim.Verify(context.Background(), vim.Target{Type: vim.TypeKubernetes, AuthURL: tc.url, Project: ns, Cred: tc.cred, Outbound: loopbackOK})
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("verify: %v", err)
@@ -176,7 +182,7 @@ func TestVerifyKubernetes(t *testing.T) {
 	}
 	k8s.Username, k8s.Password = "admin", "pw"
 	if _, err := vim.Verify(context.Background(), vim.Target{Type: vim.TypeKubernetes, AuthURL: k8s.URL(), Project: ns,
-		Cred: map[string]any{"username": "admin", "password": "pw", "ssl_ca_cert": ca}}); err != nil {
+		Cred: map[string]any{"username": "admin", "password": "pw", "ssl_ca_cert": ca}, Outbound: loopbackOK}); err != nil {
 		t.Fatalf("basic auth: %v", err)
 	}
 }
@@ -189,5 +195,54 @@ func TestBool(t *testing.T) {
 	}
 	if _, err := vim.Bool("maybe"); err == nil {
 		t.Error("Bool(maybe) accepted")
+	}
+}
+
+// TestVerifyFollowsTheOutboundPolicy: verification is a request on the
+// registering client's behalf: the policy refuses forbidden addresses
+// before any dial, redirects are not followed, remote bodies are not shown.
+func TestVerifyFollowsTheOutboundPolicy(t *testing.T) {
+	ks := vimtest.NewKeystone(t, "nfv_user", "devstack", "nfv")
+	var hits atomic.Int32
+	counted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		ks.Server.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(counted.Close)
+	redirect := httptest.NewServer(http.RedirectHandler(counted.URL+"/v3/auth/tokens", http.StatusTemporaryRedirect))
+	t.Cleanup(redirect.Close)
+	chatty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":{"message":"internal-db.corp:5432 said no"}}`))
+	}))
+	t.Cleanup(chatty.Close)
+	project := map[string]any{"name": "nfv"}
+	for _, tc := range []struct {
+		name, url string
+		policy    *outbound.Policy
+		typ       string
+		cred      map[string]any
+		want      string
+	}{
+		{"metadata auth_url", "http://169.254.169.254/v3", loopbackOK, vim.TypeOpenStack, osCred("nfv_user", "devstack"), "outbound-URL policy refuses 169.254.169.254"},
+		{"metadata API server", "https://[fd00:ec2::254]:6443", loopbackOK, vim.TypeKubernetes, map[string]any{"bearer_token": "tok123"}, "outbound-URL policy"},
+		{"metadata OIDC endpoint", "https://127.0.0.1:1", loopbackOK, vim.TypeKubernetes,
+			map[string]any{"oidc_token_url": "http://100.100.100.200/token", "username": "a", "password": "b", "client_id": "c"}, "oidc_token_url: the VNFM's outbound-URL policy"},
+		{"loopback refused by default", ks.URL(), nil, vim.TypeOpenStack, osCred("nfv_user", "devstack"), "a loopback address"},
+		{"redirect", redirect.URL + "/v3", loopbackOK, vim.TypeOpenStack, osCred("nfv_user", "devstack"), "redirects are not followed"},
+		{"remote body", chatty.URL + "/v3", loopbackOK, vim.TypeOpenStack, osCred("nfv_user", "devstack"), "401 Unauthorized"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := vim.Verify(context.Background(), vim.Target{Type: tc.typ, AuthURL: tc.url, Project: project, Cred: tc.cred, Outbound: tc.policy})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "internal-db") {
+				t.Fatalf("the remote's body is repeated: %v", err)
+			}
+		})
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the redirect target was called %d times", n)
 	}
 }

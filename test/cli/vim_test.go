@@ -56,7 +56,7 @@ func TestVimCommands(t *testing.T) {
 	badYAML := c.file("bad.yaml", openstackYAML(ks.URL(), "wrong"))
 	c.fail(`Keystone rejected the credentials for user "nfv_user" at `+ks.URL(), "vim", "register", "--config-file", badYAML, "vimBad")
 	deadYAML := c.file("dead.yaml", openstackYAML("http://127.0.0.1:9/v3", "devstack"))
-	c.fail("cannot reach Keystone at http://127.0.0.1:9/v3: connection refused", "vim", "register", "--config-file", deadYAML, "vimDead")
+	c.fail("cannot reach Keystone at http://127.0.0.1:9/v3: cannot connect to 127.0.0.1:9 (nothing accepted the connection)", "vim", "register", "--config-file", deadYAML, "vimDead")
 	c.fail(`a VIM named "vimA" already exists`, "vim", "register", "--config-file", osYAML, "vimA")
 
 	k8sYAML := c.file("k8s.yaml", kubernetesYAML(k8s.URL(), "tok-k8s-secret", k8s.CAPEM(), ""))
