@@ -2,6 +2,7 @@ package ossim
 
 import (
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -15,6 +16,10 @@ type token struct {
 	base     string // public base URL at issue time (for the catalog)
 	revoked  bool
 	scopeTok string
+	// appCred is the application credential the token was issued for;
+	// rules are its access rules (keystone_appcred.go).
+	appCred string
+	rules   []accessRule
 }
 
 func keystoneErr(w http.ResponseWriter, code int, title, msg string) {
@@ -78,6 +83,8 @@ func (s *Sim) serveKeystone(w http.ResponseWriter, r *http.Request) {
 		default:
 			keystoneErr(w, http.StatusMethodNotAllowed, "Method Not Allowed", "The method is not allowed for the requested URL.")
 		}
+	case strings.HasPrefix(p, "/v3/users/"):
+		s.serveAppCreds(w, r)
 	case p == "/v3/auth/catalog" && r.Method == http.MethodGet:
 		t, ok := s.authenticate(w, r)
 		if !ok {
@@ -118,6 +125,7 @@ type authRequest struct {
 			Token struct {
 				ID string `json:"id"`
 			} `json:"token"`
+			ApplicationCredential appCredAuth `json:"application_credential"`
 		} `json:"identity"`
 		Scope *struct {
 			Project *struct {
@@ -151,7 +159,17 @@ func (s *Sim) issueToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var matches []*Account
+	var cred *appCred
 	switch {
+	case contains(id.Methods, "application_credential"):
+		if req.Auth.Scope != nil {
+			keystoneErr(w, http.StatusUnauthorized, "Unauthorized", "Application credentials cannot request a scope.")
+			return
+		}
+		var acct *Account
+		if acct, cred = s.appCredLogin(id.ApplicationCredential); acct != nil {
+			matches = append(matches, acct)
+		}
 	case contains(id.Methods, "password"):
 		u := id.Password.User
 		for _, a := range s.accounts {
@@ -229,6 +247,12 @@ func (s *Sim) issueToken(w http.ResponseWriter, r *http.Request) {
 		auditID: randomHex(11),
 		base:    s.baseURL(r),
 	}
+	if cred != nil {
+		t.appCred, t.rules = cred.id, cred.rules
+		if !cred.expires.IsZero() && cred.expires.Before(t.expires) {
+			t.expires = cred.expires
+		}
+	}
 	s.tokens[t.id] = t
 	w.Header().Set("X-Subject-Token", t.id)
 	writeJSON(w, http.StatusCreated, map[string]any{"token": s.tokenBody(t)})
@@ -263,6 +287,10 @@ func (s *Sim) authenticate(w http.ResponseWriter, r *http.Request) (*token, bool
 		keystoneErr(w, http.StatusUnauthorized, "Unauthorized", "The request you have made requires authentication.")
 		return nil, false
 	}
+	if !allowedByRules(t.rules, r.Method, r.URL.Path) {
+		keystoneErr(w, http.StatusUnauthorized, "Unauthorized", "The request you have made requires authentication: the application credential's access rules do not allow "+r.Method+" "+r.URL.Path+".")
+		return nil, false
+	}
 	return t, true
 }
 
@@ -272,7 +300,7 @@ func (s *Sim) tokenBody(t *token) map[string]any {
 	for _, r := range a.Roles {
 		roles = append(roles, map[string]any{"id": "role-" + r, "name": r})
 	}
-	return map[string]any{
+	body := map[string]any{
 		"methods":    t.methods,
 		"user":       map[string]any{"domain": map[string]any{"id": a.DomainID, "name": a.DomainName}, "id": a.UserID, "name": a.UserName, "password_expires_at": nil},
 		"audit_ids":  []string{t.auditID},
@@ -283,6 +311,10 @@ func (s *Sim) tokenBody(t *token) map[string]any {
 		"roles":      roles,
 		"catalog":    s.catalog(t),
 	}
+	if t.appCred != "" {
+		body["application_credential"] = map[string]any{"id": t.appCred, "name": s.appCredTable()[t.appCred].nameOr(), "restricted": !s.appCredTable()[t.appCred].unrestrictedOr()}
+	}
+	return body
 }
 
 func (s *Sim) catalog(t *token) []any {

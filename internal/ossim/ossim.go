@@ -140,8 +140,9 @@ type Sim struct {
 	fips      map[string]*floatingIP
 	sgroups   map[string]*secGroup
 	srvGroups map[string]*serverGroup
-	routers   map[string]*router // router.go
-	octavia   *octaviaState      // octavia.go
+	routers   map[string]*router  // router.go
+	octavia   *octaviaState       // octavia.go
+	appCreds  map[string]*appCred // keystone_appcred.go
 	faults    Faults
 	hostNet   *network
 	serverSeq int
