@@ -43,6 +43,7 @@ setup() {
 	stub kubectl <<-'EOF'
 		echo "kubectl $*" >>"$STUB_LOG"
 		case " $* " in
+		*" apply -f - "*) cat >>"$STUB_STATE/applied.yaml"; echo "---" >>"$STUB_STATE/applied.yaml" ;;
 		*" get node "*) [ -e "$STUB_STATE/initialized" ] && echo "node/x" ;;
 		*) exit 0 ;;
 		esac
@@ -51,8 +52,8 @@ setup() {
 		echo "sudo $*" >>"$STUB_LOG"
 		while [ "${1#-}" != "$1" ]; do shift; done
 		case $1 in
-		kubeadm | kubectl | base64) exec "$@" ;;
-		tee) cat >/dev/null ;;
+		kubeadm | kubectl | base64 | test | rm | install) exec "$@" ;;
+		tee) if [ -n "${STUB_TEE:-}" ]; then exec tee "$@"; fi; cat >/dev/null ;;
 		esac
 		exit 0
 	EOF
@@ -231,6 +232,67 @@ result() { grep -E "^VNFM_RESULT $1=" <<<"$output" | head -1 | cut -d= -f2-; }
 	grep -qxF "config:   bindPort: 6443" "$STUB_LOG"
 	grep -qxF 'config:     - "etcd.example"' "$STUB_LOG"
 	refute_log "--upload-certs"
+}
+
+@test "Kuryr: the configuration becomes a Secret, then the pinned manifests; no kube-proxy" {
+	conf="$BATS_TEST_TMPDIR/kuryr.conf"
+	printf '[neutron]\napplication_credential_secret = s3cr3t-value\n' >"$conf"
+	rm -f "$K8S_STANDIN_MARKER"
+	printf 'ID=ubuntu\nVERSION_ID="22.04"\nVERSION_CODENAME=jammy\n' >"$BATS_TEST_TMPDIR/os-release"
+	K8S_INSTALL_OS_RELEASE="$BATS_TEST_TMPDIR/os-release" run bash "$SCRIPT" -m 10.0.0.11 -i 10.0.0.11 --cni kuryr --kuryr-config "$conf"
+	[ "$status" -eq 0 ]
+	[ "$(result cni)" = kuryr ]
+	applied="$STUB_STATE/applied.yaml"
+	# the Secret first, with the file's content, which is then removed
+	head -5 "$applied" | grep -qx "kind: Secret"
+	grep -qx "  kuryr.conf: $(base64 -w0 <<<"$(printf '[neutron]\napplication_credential_secret = s3cr3t-value')")" "$applied"
+	[ ! -e "$conf" ]
+	# the manifests: CRDs, RBAC, the controller and the CNI daemon with the pinned images
+	for kind in CustomResourceDefinition ServiceAccount ClusterRole ClusterRoleBinding ConfigMap Deployment DaemonSet; do
+		grep -qx "kind: $kind" "$applied" || { echo "no $kind"; cat "$applied"; false; }
+	done
+	grep -q "image: quay.io/kuryr/controller:2024.1" "$applied"
+	grep -q "image: quay.io/kuryr/cni:2024.1" "$applied"
+	grep -q "api_root = https://10.0.0.11:6443" "$applied"
+	grep -q "secret: {secretName: kuryr-config, defaultMode: 0400}" "$applied"
+	grep -q "kubeadm init .*--skip-phases=addon/kube-proxy" "$STUB_LOG"
+	refute_log "calico"
+	# the credential is in no argument and no output
+	refute_log "s3cr3t-value"
+	[[ $output != *"s3cr3t-value"* ]]
+}
+
+@test "Kuryr on the stand-in: the Secret, the manifests and a kuryr-controller static pod" {
+	conf="$BATS_TEST_TMPDIR/kuryr.conf"
+	printf '[neutron]\napplication_credential_secret = x\n' >"$conf"
+	STUB_TEE=1 KURYR_CONTROLLER_IMAGE=registry.local/kuryr/controller@sha256:0123 run bash "$SCRIPT" -m 10.0.0.11 --cni kuryr --kuryr-config "$conf"
+	[ "$status" -eq 0 ]
+	grep -q "image: registry.local/kuryr/controller@sha256:0123" "$STUB_STATE/applied.yaml"
+	pod="$K8S_INSTALL_ROOT/etc/kubernetes/manifests/kuryr-controller.yaml"
+	grep -q "command: \[kuryr-controller, --config-file, /etc/kuryr/kuryr.conf\]" "$pod"
+	grep -q "application_credential_secret = x" "$K8S_INSTALL_ROOT/etc/kuryr/kuryr.conf"
+	[ "$(stat -c %a "$K8S_INSTALL_ROOT/etc/kuryr/kuryr.conf")" = 600 ]
+	[ ! -e "$conf" ]
+}
+
+@test "Kuryr flag errors" {
+	run bash "$SCRIPT" -m 10.0.0.11 --cni flannel
+	[ "$status" -eq 1 ]
+	[[ $output == *"--cni: 'flannel' is not a supported pod network (calico or kuryr)"* ]]
+	run bash "$SCRIPT" -m 10.0.0.11 --cni kuryr
+	[ "$status" -eq 1 ]
+	[[ $output == *"--cni kuryr needs --kuryr-config"* ]]
+	run bash "$SCRIPT" -m 10.0.0.11 --kuryr-config /x
+	[ "$status" -eq 1 ]
+	[[ $output == *"--kuryr-config is used only with --cni kuryr"* ]]
+	run bash "$SCRIPT" -m 10.0.0.11 --cni kuryr --kuryr-config "$BATS_TEST_TMPDIR/missing.conf"
+	[ "$status" -eq 1 ]
+	[[ $output == *"--kuryr-config: cannot read"* ]]
+	# a worker needs no configuration
+	STUB_IPS=10.0.0.21 run bash "$SCRIPT" -w 10.0.0.21 -i 10.0.0.11 -t "$TOKEN" -s "$HASH" --cni kuryr
+	[ "$status" -eq 0 ]
+	[ "$(result cni)" = kuryr ]
+	refute_log "apply"
 }
 
 @test "re-running on an initialised master does not init again" {

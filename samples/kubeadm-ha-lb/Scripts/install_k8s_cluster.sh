@@ -35,6 +35,13 @@
 #                          environment variables http_proxy, https_proxy, no_proxy)
 #   --token-ttl DURATION   TTL of the join token printed by the main master (default 1h)
 #   --skip-cni             do not apply the CNI manifest
+#   --cni NAME             the pod network: calico (default) or kuryr
+#                          (Kuryr-Kubernetes: pods and Services on Neutron
+#                          ports and Octavia load balancers; main master only)
+#   --kuryr-config FILE    with --cni kuryr: kuryr-controller's kuryr.conf
+#                          (it holds an OpenStack application credential); it
+#                          becomes the Secret kube-system/kuryr-config and the
+#                          file is removed
 #   --etcd-cert-sans LIST  comma-separated extra IPs/names for etcd's server
 #                          certificates (the VIP, so that etcd clients can go
 #                          through HAProxy's etcd frontend); the main master
@@ -42,13 +49,14 @@
 #                          configuration file (etcd.local.serverCertSANs, kept
 #                          in the kubeadm-config ConfigMap for later joins)
 # Environment: ha_flag (Tacker), K8S_VERSION, K8S_PKG_VERSION, CONTAINERD_VERSION,
-#   CALICO_VERSION, K8S_STANDIN_MARKER (default /etc/k8s-standin).
+#   CALICO_VERSION, KURYR_CONTROLLER_IMAGE, KURYR_CNI_IMAGE,
+#   K8S_STANDIN_MARKER (default /etc/k8s-standin).
 #
 # Output: human-readable progress, then machine-readable lines the driver parses:
 #   VNFM_RESULT key=value
 # keys: status (installed|already-installed|failed), role (main-master|
 # control-plane|worker), node_name, node_ip, standin (true|false),
-# kubernetes_version; on the main master also api_endpoint (https://host:port),
+# kubernetes_version, cni; on the main master also api_endpoint (https://host:port),
 # join_token, ca_cert_hash, ca_cert_b64 (base64 of ca.crt on one line) and, for
 # HA, certificate_key; on failure also error. Exit status is 0 only on success.
 set -euo pipefail
@@ -60,6 +68,13 @@ K8S_PKG_VERSION="${K8S_PKG_VERSION:-${K8S_VERSION#v}-1.1}"
 CONTAINERD_VERSION="${CONTAINERD_VERSION:-1.7.24-1}"
 CALICO_VERSION="${CALICO_VERSION:-v3.28.2}"
 CALICO_MANIFEST="https://raw.githubusercontent.com/projectcalico/calico/${CALICO_VERSION}/manifests/calico.yaml"
+# Kuryr-Kubernetes: the manifests are this script's own (kuryr_manifests),
+# the images pinned here; point them at a mirror (ideally by digest) with
+# the variables.
+KURYR_VERSION="${KURYR_VERSION:-2024.1}"
+KURYR_CONTROLLER_IMAGE="${KURYR_CONTROLLER_IMAGE:-quay.io/kuryr/controller:${KURYR_VERSION}}"
+KURYR_CNI_IMAGE="${KURYR_CNI_IMAGE:-quay.io/kuryr/cni:${KURYR_VERSION}}"
+KURYR_CONF_DIR="${K8S_INSTALL_ROOT:-}/etc/kuryr"
 MARKER="${K8S_STANDIN_MARKER:-/etc/k8s-standin}"
 # Test hooks (bats): a root prefix for the state checks and another os-release.
 ETC_K8S="${K8S_INSTALL_ROOT:-}/etc/kubernetes"
@@ -68,7 +83,7 @@ OS_RELEASE="${K8S_INSTALL_OS_RELEASE:-/etc/os-release}"
 PROG=install_k8s_cluster.sh
 MASTERS="" WORKER="" ENDPOINT="" POD_CIDR="192.168.0.0/16" SVC_CIDR="10.96.0.0/12"
 TOKEN="" CA_HASH="" CERT_KEY="" API_PORT="" NODE_NAME="" NODE_IP="" CP_JOIN=0
-TOKEN_TTL="1h" SKIP_CNI=0 LOGFILE="" STANDIN=0 ROLE="" ETCD_SANS=""
+TOKEN_TTL="1h" SKIP_CNI=0 LOGFILE="" STANDIN=0 ROLE="" ETCD_SANS="" CNI=calico KURYR_CONFIG=""
 MASTER_IPS=()
 HTTP_PROXY_V="${http_proxy:-${HTTP_PROXY:-}}"
 HTTPS_PROXY_V="${https_proxy:-${HTTPS_PROXY:-}}"
@@ -119,6 +134,8 @@ parse_args() {
 		--token-ttl) need_arg "$@"; TOKEN_TTL=$2; shift 2 ;;
 		--skip-cni) SKIP_CNI=1; shift ;;
 		--etcd-cert-sans) need_arg "$@"; ETCD_SANS=$2; shift 2 ;;
+		--cni) need_arg "$@"; CNI=$2; shift 2 ;;
+		--kuryr-config) need_arg "$@"; KURYR_CONFIG=$2; shift 2 ;;
 		*) fail "unknown option: $1 (see -h)" ;;
 		esac
 	done
@@ -161,6 +178,16 @@ validate() {
 		[[ $CA_HASH =~ ^sha256:[0-9a-fA-F]{64}$ ]] || fail "-s: invalid CA certificate hash"
 	fi
 	[[ -z $CERT_KEY || $CERT_KEY =~ ^[0-9a-fA-F]{64}$ ]] || fail "-k: invalid certificate key (want 64 hex characters)"
+	case $CNI in
+	calico) [[ -z $KURYR_CONFIG ]] || fail "--kuryr-config is used only with --cni kuryr" ;;
+	kuryr)
+		if [[ -n $MASTERS && -z $KURYR_CONFIG ]]; then
+			fail "--cni kuryr needs --kuryr-config (kuryr-controller's kuryr.conf) on a master"
+		fi
+		[[ -z $KURYR_CONFIG || -r $KURYR_CONFIG ]] || as_root test -r "$KURYR_CONFIG" || fail "--kuryr-config: cannot read $KURYR_CONFIG"
+		;;
+	*) fail "--cni: '$CNI' is not a supported pod network (calico or kuryr)" ;;
+	esac
 	local san sans
 	IFS=, read -r -a sans <<<"$ETCD_SANS"
 	for san in "${sans[@]}"; do
@@ -290,7 +317,12 @@ copy_kubeconfig() {
 }
 
 apply_cni() {
-	[[ $STANDIN -eq 1 || $SKIP_CNI -eq 1 ]] && return 0
+	[[ $SKIP_CNI -eq 1 ]] && return 0
+	if [[ $CNI == kuryr ]]; then
+		apply_kuryr
+		return 0
+	fi
+	[[ $STANDIN -eq 1 ]] && return 0
 	local i
 	for i in $(seq 1 30); do
 		if kubectl_admin apply -f "$CALICO_MANIFEST"; then return 0; fi
@@ -298,6 +330,190 @@ apply_cni() {
 		sleep 10
 	done
 	fail "could not apply the Calico manifest $CALICO_MANIFEST"
+}
+
+# kuryr_manifests prints Kuryr-Kubernetes for this cluster: its CRDs, the
+# controller's and the CNI daemon's service accounts and RBAC, the CNI
+# configuration, the controller Deployment (on a control-plane node, its
+# configuration from the Secret kuryr-config) and the CNI DaemonSet, with the
+# pinned images. $1: the API server URL.
+kuryr_manifests() {
+	local api=$1 crd
+	for crd in kuryrloadbalancers:KuryrLoadBalancer kuryrports:KuryrPort kuryrnetworks:KuryrNetwork kuryrnetworkpolicies:KuryrNetworkPolicy; do
+		cat <<-EOC
+			apiVersion: apiextensions.k8s.io/v1
+			kind: CustomResourceDefinition
+			metadata:
+			  name: ${crd%%:*}.openstack.org
+			spec:
+			  group: openstack.org
+			  scope: Namespaced
+			  names:
+			    plural: ${crd%%:*}
+			    kind: ${crd#*:}
+			  versions:
+			  - name: v1
+			    served: true
+			    storage: true
+			    subresources: {status: {}}
+			    schema:
+			      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+			---
+		EOC
+	done
+	cat <<-EOC
+		apiVersion: v1
+		kind: ServiceAccount
+		metadata: {name: kuryr-controller, namespace: kube-system}
+		---
+		apiVersion: v1
+		kind: ServiceAccount
+		metadata: {name: kuryr-cni, namespace: kube-system}
+		---
+		apiVersion: rbac.authorization.k8s.io/v1
+		kind: ClusterRole
+		metadata: {name: kuryr-controller}
+		rules:
+		- apiGroups: [""]
+		  resources: [endpoints, pods, services, services/status, namespaces, nodes]
+		  verbs: [get, list, watch, update, patch]
+		- apiGroups: [""]
+		  resources: [events]
+		  verbs: [create, patch]
+		- apiGroups: [openstack.org]
+		  resources: ["*"]
+		  verbs: ["*"]
+		- apiGroups: [networking.k8s.io]
+		  resources: [networkpolicies]
+		  verbs: [get, list, watch, update, patch]
+		- apiGroups: [discovery.k8s.io]
+		  resources: [endpointslices]
+		  verbs: [get, list, watch]
+		---
+		apiVersion: rbac.authorization.k8s.io/v1
+		kind: ClusterRole
+		metadata: {name: kuryr-cni}
+		rules:
+		- apiGroups: [""]
+		  resources: [pods, nodes]
+		  verbs: [get, list, watch]
+		- apiGroups: [openstack.org]
+		  resources: [kuryrports]
+		  verbs: [get, list, watch]
+		---
+		apiVersion: rbac.authorization.k8s.io/v1
+		kind: ClusterRoleBinding
+		metadata: {name: kuryr-controller}
+		roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kuryr-controller}
+		subjects: [{kind: ServiceAccount, name: kuryr-controller, namespace: kube-system}]
+		---
+		apiVersion: rbac.authorization.k8s.io/v1
+		kind: ClusterRoleBinding
+		metadata: {name: kuryr-cni}
+		roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kuryr-cni}
+		subjects: [{kind: ServiceAccount, name: kuryr-cni, namespace: kube-system}]
+		---
+		apiVersion: v1
+		kind: ConfigMap
+		metadata: {name: kuryr-cni-config, namespace: kube-system}
+		data:
+		  kuryr-cni.conf: |
+		    [DEFAULT]
+		    use_stderr = true
+		    [kubernetes]
+		    api_root = $api
+		    token_file = /var/run/secrets/kubernetes.io/serviceaccount/token
+		    ssl_ca_crt_file = /var/run/secrets/kubernetes.io/serviceaccount/ca.crt
+		    ssl_verify_server_crt = true
+		---
+		apiVersion: apps/v1
+		kind: Deployment
+		metadata: {name: kuryr-controller, namespace: kube-system, labels: {app: kuryr-controller}}
+		spec:
+		  replicas: 1
+		  strategy: {type: Recreate}
+		  selector: {matchLabels: {app: kuryr-controller}}
+		  template:
+		    metadata: {labels: {app: kuryr-controller}}
+		    spec:
+		      serviceAccountName: kuryr-controller
+		      hostNetwork: true
+		      nodeSelector: {node-role.kubernetes.io/control-plane: ""}
+		      tolerations: [{key: node-role.kubernetes.io/control-plane, effect: NoSchedule}, {key: node.kubernetes.io/not-ready, effect: NoSchedule}]
+		      containers:
+		      - name: controller
+		        image: $KURYR_CONTROLLER_IMAGE
+		        args: [--config-file, /etc/kuryr/kuryr.conf]
+		        readinessProbe: {httpGet: {path: /ready, port: 8082, scheme: HTTP}, timeoutSeconds: 5}
+		        livenessProbe: {httpGet: {path: /alive, port: 8082}, initialDelaySeconds: 15}
+		        volumeMounts: [{name: config, mountPath: /etc/kuryr, readOnly: true}]
+		      volumes: [{name: config, secret: {secretName: kuryr-config, defaultMode: 0400}}]
+		---
+		apiVersion: apps/v1
+		kind: DaemonSet
+		metadata: {name: kuryr-cni, namespace: kube-system, labels: {app: kuryr-cni}}
+		spec:
+		  selector: {matchLabels: {app: kuryr-cni}}
+		  template:
+		    metadata: {labels: {app: kuryr-cni}}
+		    spec:
+		      serviceAccountName: kuryr-cni
+		      hostNetwork: true
+		      tolerations: [{operator: Exists}]
+		      containers:
+		      - name: kuryr-cni
+		        image: $KURYR_CNI_IMAGE
+		        args: [--config-file, /etc/kuryr/kuryr-cni.conf]
+		        securityContext: {privileged: true}
+		        env: [{name: KURYR_CNI_POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+		        readinessProbe: {httpGet: {path: /ready, port: 8090}, timeoutSeconds: 5}
+		        volumeMounts:
+		        - {name: bin, mountPath: /opt/cni/bin}
+		        - {name: net-conf, mountPath: /etc/cni/net.d}
+		        - {name: config, mountPath: /etc/kuryr, readOnly: true}
+		        - {name: proc, mountPath: /host_proc}
+		        - {name: openvswitch, mountPath: /var/run/openvswitch}
+		      volumes:
+		      - {name: bin, hostPath: {path: /opt/cni/bin}}
+		      - {name: net-conf, hostPath: {path: /etc/cni/net.d}}
+		      - {name: config, configMap: {name: kuryr-cni-config}}
+		      - {name: proc, hostPath: {path: /proc}}
+		      - {name: openvswitch, hostPath: {path: /var/run/openvswitch}}
+	EOC
+}
+
+# apply_kuryr installs Kuryr-Kubernetes: the configuration (with its
+# OpenStack credential) as the Secret kube-system/kuryr-config, built here
+# so the credential is neither an argument nor in a log, then the manifests.
+# The uploaded file is removed. On the stand-in (no containers) the
+# controller runs as a static pod of the stand-in's kuryr-controller, which
+# reads the configuration from /etc/kuryr/kuryr.conf (root's, 0600).
+apply_kuryr() {
+	[[ -n $KURYR_CONFIG ]] || fail "--cni kuryr needs --kuryr-config on the main master"
+	local b64 i
+	b64=$(as_root base64 -w0 "$KURYR_CONFIG") || fail "cannot read $KURYR_CONFIG"
+	log "installing Kuryr-Kubernetes (controller $KURYR_CONTROLLER_IMAGE, CNI $KURYR_CNI_IMAGE)"
+	for i in $(seq 1 30); do
+		if printf 'apiVersion: v1\nkind: Secret\nmetadata: {name: kuryr-config, namespace: kube-system}\ntype: Opaque\ndata:\n  kuryr.conf: %s\n' "$b64" |
+			kubectl_admin apply -f - >/dev/null; then
+			break
+		fi
+		((i < 30)) || fail "could not create the Secret kube-system/kuryr-config"
+		log "creating the Kuryr configuration Secret failed (attempt $i), retrying"
+		sleep 5
+	done
+	if [[ $STANDIN -eq 1 ]]; then
+		as_root install -D -m 0600 "$KURYR_CONFIG" "$KURYR_CONF_DIR/kuryr.conf"
+		printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: kuryr-controller\n  namespace: kube-system\nspec:\n  hostNetwork: true\n  containers:\n  - name: controller\n    image: %s\n    command: [kuryr-controller, --config-file, /etc/kuryr/kuryr.conf]\n' "$KURYR_CONTROLLER_IMAGE" |
+			as_root tee "$ETC_K8S/manifests/kuryr-controller.yaml" >/dev/null
+	fi
+	as_root rm -f "$KURYR_CONFIG"
+	for i in $(seq 1 30); do
+		if kuryr_manifests "https://$ENDPOINT:$API_PORT" | kubectl_admin apply -f -; then return 0; fi
+		log "Kuryr manifests apply failed (attempt $i), retrying"
+		sleep 10
+	done
+	fail "could not apply the Kuryr-Kubernetes manifests"
 }
 
 wait_node() {
@@ -366,6 +582,8 @@ main_master() {
 			if [[ ${#MASTER_IPS[@]} -eq 1 ]]; then args+=(--apiserver-bind-port "$API_PORT"); fi
 		fi
 		if [[ ${#MASTER_IPS[@]} -gt 1 ]]; then args+=(--upload-certs); fi
+		# Kuryr serves Services with Octavia load balancers: no kube-proxy.
+		if [[ $CNI == kuryr ]]; then args+=(--skip-phases=addon/kube-proxy); fi
 		log "kubeadm ${args[*]}"
 		out=$(as_root kubeadm "${args[@]}" 2>&1) || { [[ -z $cfgdir ]] || rm -rf "$cfgdir"; fail "kubeadm init failed: $(tail -n 5 <<<"$out")"; }
 		[[ -z $cfgdir ]] || rm -rf "$cfgdir"
@@ -421,6 +639,7 @@ results() {
 	result node_name "$NODE_NAME"
 	result node_ip "$NODE_IP"
 	result standin "$([[ $STANDIN -eq 1 ]] && echo true || echo false)"
+	result cni "$CNI"
 	result kubernetes_version "$K8S_VERSION"
 }
 
