@@ -45,6 +45,12 @@
 // RBAC with the built-in cluster-admin, admin, edit and view roles.
 // Test knobs on pods: AnnotationEvictionBlocked (evictions fail with 429 as
 // if a PodDisruptionBudget forbade them) and AnnotationTerminationSeconds.
+// Services, Endpoints, Deployments, DaemonSets and CustomResourceDefinitions
+// are stored as given (add-on manifests apply). The kuryr-controller
+// personality (kuryr.go) stands in for Kuryr-Kubernetes' controller, run as
+// a static pod by the install script's --cni kuryr: pods get Neutron ports,
+// Services of type LoadBalancer Octavia load balancers, through the
+// application credential in its kuryr.conf.
 // Not modelled: watch, scheduling, controllers beyond the kube-proxy
 // "DaemonSet" pod per node, real containers.
 package k8sstandin

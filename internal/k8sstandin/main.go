@@ -24,7 +24,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if name == "k8s-standin" || strings.HasPrefix(name, "k8s-standin") {
 		if len(rest) == 0 {
 			fmt.Fprintf(stderr, "k8s-standin %s (Kubernetes %s): a stand-in for kubeadm, kubectl, kubelet and kube-apiserver in tests\n"+
-				"usage: k8s-standin {kubeadm|kubectl|kubelet|apiserver|version} [args...]\n", Version, KubernetesVersion)
+				"usage: k8s-standin {kubeadm|kubectl|kubelet|apiserver|kuryr-controller|version} [args...]\n", Version, KubernetesVersion)
 			return 2
 		}
 		name, rest = rest[0], rest[1:]
@@ -42,6 +42,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runKubelet(ctx, stderr)
 	case "apiserver", "kube-apiserver":
 		return runAPIServer(ctx, rest, stderr)
+	case "kuryr-controller":
+		return runKuryrController(ctx, rest, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "k8s-standin %s (Kubernetes %s)\n", Version, KubernetesVersion)
 		return 0

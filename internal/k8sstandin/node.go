@@ -112,12 +112,16 @@ func readManifests() ([]staticPod, error) {
 // etcd from $PATH.
 func resolveCommand(cmd []string) ([]string, error) {
 	switch cmd[0] {
-	case "kube-apiserver":
+	case "kube-apiserver", "kuryr-controller":
 		self, err := os.Executable()
 		if err != nil {
 			return nil, err
 		}
-		return append([]string{self, "apiserver"}, cmd[1:]...), nil
+		personality := cmd[0]
+		if personality == "kube-apiserver" {
+			personality = "apiserver"
+		}
+		return append([]string{self, personality}, cmd[1:]...), nil
 	default:
 		p, err := exec.LookPath(cmd[0])
 		if err != nil {

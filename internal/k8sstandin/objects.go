@@ -58,6 +58,14 @@ var resources = []*resource{
 	{Name: "rolebindings", Singular: "rolebinding", Kind: "RoleBinding", Group: "rbac.authorization.k8s.io", Version: "v1", Namespaced: true},
 	{Name: "roles", Singular: "role", Kind: "Role", Group: "rbac.authorization.k8s.io", Version: "v1", Namespaced: true},
 	{Name: "certificatesigningrequests", Singular: "certificatesigningrequest", Kind: "CertificateSigningRequest", Group: "certificates.k8s.io", Version: "v1", Short: []string{"csr"}},
+	// Stored only (no controller acts on them but the kuryr-controller
+	// stand-in, which reads Services): what add-on manifests such as
+	// Kuryr's apply.
+	{Name: "services", Singular: "service", Kind: "Service", Version: "v1", Namespaced: true, Short: []string{"svc"}},
+	{Name: "endpoints", Singular: "endpoints", Kind: "Endpoints", Version: "v1", Namespaced: true, Short: []string{"ep"}},
+	{Name: "deployments", Singular: "deployment", Kind: "Deployment", Group: "apps", Version: "v1", Namespaced: true, Short: []string{"deploy"}},
+	{Name: "daemonsets", Singular: "daemonset", Kind: "DaemonSet", Group: "apps", Version: "v1", Namespaced: true, Short: []string{"ds"}},
+	{Name: "customresourcedefinitions", Singular: "customresourcedefinition", Kind: "CustomResourceDefinition", Group: "apiextensions.k8s.io", Version: "v1", Short: []string{"crd", "crds"}},
 }
 
 // resourceFor finds a resource by its API path (group, version, plural).

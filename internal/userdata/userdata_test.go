@@ -6,7 +6,9 @@ import (
 )
 
 func TestSelect(t *testing.T) {
-	has := func(p string) bool { return p == "UserData/base_user_data.py" || p == "UserData/k8s_cluster_user_data.py" }
+	has := func(p string) bool {
+		return p == "UserData/base_user_data.py" || p == "UserData/k8s_cluster_user_data.py"
+	}
 	if sel, err := Select(map[string]any{"node_password": "x"}, has); sel != nil || err != nil {
 		t.Errorf("no user data asked: %v %v", sel, err)
 	}
