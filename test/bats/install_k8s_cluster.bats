@@ -53,7 +53,7 @@ setup() {
 		while [ "${1#-}" != "$1" ]; do shift; done
 		case $1 in
 		kubeadm | kubectl | base64 | test | rm | install) exec "$@" ;;
-		tee) if [ -n "${STUB_TEE:-}" ]; then exec tee "$@"; fi; cat >/dev/null ;;
+		tee) shift; if [ -n "${STUB_TEE:-}" ]; then exec tee "$@"; fi; cat >/dev/null ;;
 		esac
 		exit 0
 	EOF
