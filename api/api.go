@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
@@ -46,6 +47,13 @@ type Config struct {
 	Subscriptions *notify.Subscriptions
 	// Auth authenticates and authorizes requests (nil: authentication off).
 	Auth *auth.Authenticator
+	// BodyTimeout bounds reading a request body (default 60 s); a package
+	// upload may instead take UploadTimeout (default 30 min) as long as it
+	// never goes BodyTimeout without sending a byte.
+	BodyTimeout, UploadTimeout time.Duration
+	// Uploads and UploadsPerClient bound the package uploads in progress,
+	// in all and per client address (defaults 4 and 2); beyond them 429.
+	Uploads, UploadsPerClient int
 	// AllowedOrigins are browser origins (scheme://host[:port]) besides
 	// EndpointURL's own that may call the API (VNFM_ALLOWED_ORIGINS).
 	AllowedOrigins []string
@@ -58,6 +66,7 @@ type API struct {
 	log                                             *slog.Logger
 	base                                            string
 	validator                                       *openapi.RequestValidator
+	uploads                                         *uploadLimiter
 	instFields, opFields, opSelectFields, subFields *sol013.Field
 }
 
@@ -72,6 +81,18 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 60 * time.Second
+	}
+	if cfg.UploadTimeout < cfg.BodyTimeout {
+		cfg.UploadTimeout = max(30*time.Minute, cfg.BodyTimeout)
+	}
+	if cfg.Uploads <= 0 {
+		cfg.Uploads = 4
+	}
+	if cfg.UploadsPerClient <= 0 {
+		cfg.UploadsPerClient = 2
+	}
 	doc, err := openapi.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("api: openapi: %w", err)
@@ -81,7 +102,7 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 		return nil, fmt.Errorf("api: validator: %w", err)
 	}
 	a := &API{cfg: cfg, svc: cfg.Service, log: cfg.Logger.With("component", "api"),
-		base: strings.TrimRight(cfg.EndpointURL, "/"), validator: v}
+		base: strings.TrimRight(cfg.EndpointURL, "/"), validator: v, uploads: newUploadLimiter(cfg.Uploads, cfg.UploadsPerClient)}
 	if a.instFields, err = schemaFields(doc, "VnfInstance", "_links"); err != nil {
 		return nil, err
 	}
@@ -113,7 +134,7 @@ func schemaFields(doc *openapi3.T, name string, drop ...string) (*sol013.Field, 
 
 func (a *API) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(a.recoverer, a.cleanPath, a.requestID, a.observe, a.originCheck, a.strictQuery, a.authenticate)
+	r.Use(a.recoverer, a.cleanPath, a.requestID, a.observe, a.bodyDeadline, a.originCheck, a.strictQuery, a.authenticate)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, problemf(http.StatusNotFound, fmt.Sprintf("no resource at %s; the VNF LCM API lives under /vnflcm/v1 (spec: /vnflcm/v1/openapi.yaml)", r.URL.Path)))
 	})

@@ -136,7 +136,7 @@ func newAuthEnv(t *testing.T, tune func(*auth.Settings)) *authEnv {
 	}
 	e.settings = auth.Settings{Mode: "on", Tokens: strings.Join(tokens, " "), BasicUsers: strings.Join(users, ";"),
 		TokenTTL: 10 * time.Minute, Realm: "mini-vnfm", KeystoneURL: ks.URL + "/v3", KeystoneRoles: strings.Join(roles, ";"),
-		KeystoneCacheTTL: time.Minute}
+		KeystoneAnyProject: true, KeystoneCacheTTL: time.Minute}
 	if tune != nil {
 		tune(&e.settings)
 	}

@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -191,6 +193,39 @@ func TestSealedValuesFromClientsAreRefused(t *testing.T) {
 		r := e.expect(e.do(tc.method, tc.path, tc.body), 400)
 		if d, _ := r.json(t)["detail"].(string); !strings.Contains(d, tc.where) || !strings.Contains(d, "sealed") {
 			t.Fatalf("%s %s: detail %q does not name %s", tc.method, tc.path, d, tc.where)
+		}
+	}
+}
+
+// TestSlowBodiesAreCutOff: a JSON body that does not arrive within
+// BodyTimeout is answered 408 and the connection closed; a package upload
+// that stalls is cut off the same way.
+func TestSlowBodiesAreCutOff(t *testing.T) {
+	e := newEnvWith(t, 100, false, func(c *api.Config) { c.BodyTimeout = 500 * time.Millisecond })
+	addr := strings.TrimPrefix(e.srv.URL, "http://")
+	for _, head := range []string{
+		"POST /vnflcm/v1/vnf_instances HTTP/1.1\r\nHost: vnfm\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"vnfdId\":",
+		"POST /vnflcm/v1/subscriptions HTTP/1.1\r\nHost: vnfm\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"cal\r\n",
+	} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := c.Write([]byte(head)); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		b, err := io.ReadAll(c)
+		c.Close()
+		if err != nil {
+			t.Fatalf("connection not closed: %v after %s; got %q", err, time.Since(start), b)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Fatalf("closed after %s", took)
+		}
+		if !strings.HasPrefix(string(b), "HTTP/1.1 408") || !strings.Contains(string(b), "VNFM_BODY_TIMEOUT") {
+			t.Fatalf("answer %q", b)
 		}
 	}
 }

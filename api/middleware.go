@@ -92,6 +92,9 @@ func (s *statusWriter) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection (read deadlines).
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 func (s *statusWriter) Write(b []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
@@ -160,6 +163,11 @@ func (a *API) readJSON(next http.Handler) http.Handler {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				a.writeProblem(w, r, problemf(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", a.cfg.MaxBodyBytes)))
+				return
+			}
+			if isTimeout(err) {
+				w.Header().Set("Connection", "close")
+				a.writeProblem(w, r, problemf(http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %s (VNFM_BODY_TIMEOUT); send it whole, at once", a.cfg.BodyTimeout)))
 				return
 			}
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/auth"
 	"github.com/mini-vnfm/mini-vnfm/internal/sol013"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
@@ -192,11 +193,24 @@ func (a *API) putPackageContent(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, err)
 		return
 	}
+	release, ok := a.uploads.acquire(auth.ClientAddr(r))
+	if !ok {
+		w.Header().Set("Connection", "close") // the body is not read
+		a.writeProblem(w, r, &problem{status: http.StatusTooManyRequests, header: http.Header{"Retry-After": {"10"}},
+			detail: fmt.Sprintf("too many package uploads are in progress (at most %d in all, %d per client: VNFM_UPLOADS, VNFM_UPLOADS_PER_CLIENT); retry when one has finished", a.cfg.Uploads, a.cfg.UploadsPerClient)})
+		return
+	}
+	defer release()
 	max := a.cfg.Packages.MaxBytes()
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	body, err := io.ReadAll(http.MaxBytesReader(w, io.NopCloser(a.uploadBody(w, r)), max))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		a.writeProblem(w, r, problemf(http.StatusRequestEntityTooLarge, fmt.Sprintf("the package is larger than %d bytes", max)))
+		return
+	}
+	if isTimeout(err) {
+		w.Header().Set("Connection", "close")
+		a.writeProblem(w, r, problemf(http.StatusRequestTimeout, fmt.Sprintf("the upload stalled for %s (VNFM_BODY_TIMEOUT) or took longer than %s (VNFM_UPLOAD_TIMEOUT)", a.cfg.BodyTimeout, a.cfg.UploadTimeout)))
 		return
 	}
 	if err != nil {

@@ -2,12 +2,14 @@ package api_test
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -74,6 +76,11 @@ type pkgEnv struct {
 
 func newPkgEnv(t *testing.T) *pkgEnv {
 	t.Helper()
+	return newPkgEnvWith(t, nil)
+}
+
+func newPkgEnvWith(t *testing.T, adjust func(*api.Config)) *pkgEnv {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, pgtest.NewDB(t), nil)
 	if err != nil {
@@ -92,7 +99,11 @@ func newPkgEnv(t *testing.T) *pkgEnv {
 	var handler atomic.Value
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.Load().(http.Handler).ServeHTTP(w, r) }))
 	t.Cleanup(e.srv.Close)
-	h, err := api.New(ctx, api.Config{Service: svc, Packages: pk, EndpointURL: e.srv.URL, Logger: log, PageSize: 2})
+	acfg := api.Config{Service: svc, Packages: pk, EndpointURL: e.srv.URL, Logger: log, PageSize: 2}
+	if adjust != nil {
+		adjust(&acfg)
+	}
+	h, err := api.New(ctx, acfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,5 +324,76 @@ func TestStaleOnboardingIsResumed(t *testing.T) {
 	e.pkgs.Sweep(ctx)
 	if s := e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id, nil), 200).json(t)["onboardingState"]; s != "ONBOARDED" {
 		t.Fatalf("after sweep: %v", s)
+	}
+}
+
+// stalledUpload starts a package upload from the given local address that
+// sends half its body and then nothing; the returned channel gets the
+// status line the server finally answers with.
+func (e *pkgEnv) stalledUpload(local string) <-chan string {
+	e.t.Helper()
+	id := e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages", nil), 201).json(e.t)["id"].(string)
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	c, err := d.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { c.Close() })
+	head := "PUT /vnfpkgm/v1/vnf_packages/" + id + "/package_content HTTP/1.1\r\nHost: vnfm\r\nContent-Type: application/zip\r\nContent-Length: 1000\r\n\r\nPK\x03\x04"
+	if _, err := c.Write([]byte(head)); err != nil {
+		e.t.Fatal(err)
+	}
+	out := make(chan string, 1)
+	go func() {
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		out <- strings.TrimSpace(line)
+	}()
+	return out
+}
+
+// TestUploadsAreLimitedAndStalledOnesCutOff: at most UploadsPerClient
+// uploads per client address and Uploads in all are in progress (429
+// beyond); an upload that stops sending is answered 408 after BodyTimeout,
+// which frees its slot.
+func TestUploadsAreLimitedAndStalledOnesCutOff(t *testing.T) {
+	e := newPkgEnvWith(t, func(c *api.Config) {
+		c.Uploads, c.UploadsPerClient, c.BodyTimeout = 3, 2, 1500*time.Millisecond
+	})
+	good := csar(t, map[string]string{"vnfd.json": `{"id":"9f0f5c36-0000-4000-8000-00000000d004"}`})
+	upload := func(local string) int {
+		id := e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages", nil), 201).json(t)["id"].(string)
+		req, _ := http.NewRequest("PUT", e.srv.URL+"/vnfpkgm/v1/vnf_packages/"+id+"/package_content", bytes.NewReader(good))
+		req.Header.Set("Content-Type", "application/zip")
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+		c := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode == http.StatusTooManyRequests && (res.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "VNFM_UPLOADS")) {
+			t.Fatalf("429 without Retry-After or reason: %s", b)
+		}
+		return res.StatusCode
+	}
+	a1, a2 := e.stalledUpload("127.0.0.1"), e.stalledUpload("127.0.0.1")
+	time.Sleep(200 * time.Millisecond) // both hold their slots
+	if got := upload("127.0.0.1"); got != http.StatusTooManyRequests {
+		t.Fatalf("third upload from one client: %d, want 429", got)
+	}
+	b1 := e.stalledUpload("127.0.0.2")
+	time.Sleep(200 * time.Millisecond)
+	if got := upload("127.0.0.3"); got != http.StatusTooManyRequests {
+		t.Fatalf("fourth upload in all: %d, want 429", got)
+	}
+	for _, ch := range []<-chan string{a1, a2, b1} {
+		if line := <-ch; !strings.HasPrefix(line, "HTTP/1.1 408") {
+			t.Fatalf("stalled upload answered %q, want 408", line)
+		}
+	}
+	if got := upload("127.0.0.1"); got != http.StatusAccepted {
+		t.Fatalf("upload after the stalled ones were cut off: %d, want 202", got)
 	}
 }

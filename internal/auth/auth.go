@@ -181,6 +181,9 @@ func New(s Settings, o Options) (*Authenticator, error) {
 		_, _ = rand.Read(salt)
 		a.dummy = &passwordHash{iter: dummyIter, salt: salt, key: make([]byte, keyLen)}
 	}
+	if err := s.CheckKeystone(); err != nil {
+		return nil, err
+	}
 	if s.KeystoneURL != "" {
 		if a.keystone, err = newKeystone(s, o.HTTPClient); err != nil {
 			return nil, err

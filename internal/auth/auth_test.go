@@ -239,7 +239,7 @@ func newAuth(t *testing.T, s Settings, o Options) *Authenticator {
 	if s.TokenTTL == 0 {
 		s.TokenTTL = time.Minute
 	}
-	if s.KeystoneRoles == "" {
+	if s.KeystoneRoles == "" && s.KeystoneURL != "" {
 		s.KeystoneRoles = "admin=*;reader=vnflcm:read"
 	}
 	if s.KeystoneCacheTTL == 0 {
@@ -442,6 +442,69 @@ func TestKeystoneTokens(t *testing.T) {
 	ks.Close()
 	if _, err := a.Authenticate(ctx, "", "ks-new", "192.0.2.7"); err == nil || err.Status != 503 {
 		t.Errorf("keystone down: %+v", err)
+	}
+}
+
+// TestKeystoneProjects: only tokens of the configured projects (by name or
+// id), or of any project when that is said explicitly.
+func TestKeystoneProjects(t *testing.T) {
+	var calls atomic.Int32
+	ks := fakeKeystone(t, &calls)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		s          Settings
+		ok, refuse []string
+	}{
+		{Settings{KeystoneProject: "nfv"}, []string{"ks-admin"}, []string{"ks-other-project"}},
+		{Settings{KeystoneProject: "p2"}, []string{"ks-other-project"}, []string{"ks-admin"}},
+		{Settings{KeystoneProject: "nfv, p2"}, []string{"ks-admin", "ks-other-project"}, nil},
+		{Settings{KeystoneAnyProject: true}, []string{"ks-admin", "ks-other-project"}, nil},
+	} {
+		tc.s.KeystoneURL = ks.URL + "/v3"
+		a := newAuth(t, tc.s, Options{})
+		for _, tok := range tc.ok {
+			if _, err := a.Authenticate(ctx, "", tok, "192.0.2.7"); err != nil {
+				t.Errorf("%+v: %s refused: %v", tc.s, tok, err)
+			}
+		}
+		for _, tok := range tc.refuse {
+			if _, err := a.Authenticate(ctx, "", tok, "192.0.2.7"); err == nil || err.Status != 401 || !strings.Contains(err.Detail, "accepted project") {
+				t.Errorf("%+v: %s: %+v, want 401", tc.s, tok, err)
+			}
+		}
+	}
+}
+
+// TestKeystoneHalfConfiguredIsRefused: the server does not start with a
+// Keystone mode that would accept more than the operator said.
+func TestKeystoneHalfConfiguredIsRefused(t *testing.T) {
+	url := "http://127.0.0.1:5000/v3"
+	for _, tc := range []struct {
+		s    Settings
+		want string
+	}{
+		{Settings{KeystoneURL: url, KeystoneRoles: "admin=*"}, "VNFM_AUTH_KEYSTONE_ANY_PROJECT=true"},
+		{Settings{KeystoneURL: url, KeystoneProject: "nfv"}, "VNFM_AUTH_KEYSTONE_ROLES is not"},
+		{Settings{KeystoneURL: url, KeystoneProject: "nfv", KeystoneAnyProject: true, KeystoneRoles: "admin=*"}, "contradict"},
+		{Settings{KeystoneURL: url, KeystoneProject: "nfv", KeystoneRoles: "admin"}, "want role=scope"},
+		{Settings{KeystoneProject: "nfv"}, "without VNFM_AUTH_KEYSTONE_URL"},
+		{Settings{KeystoneRoles: "admin=*"}, "without VNFM_AUTH_KEYSTONE_URL"},
+		{Settings{KeystoneAnyProject: true}, "without VNFM_AUTH_KEYSTONE_URL"},
+	} {
+		err := tc.s.CheckKeystone()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.s, err, tc.want)
+		}
+		tc.s.Mode, tc.s.Realm, tc.s.TokenTTL = "on", "r", time.Minute
+		if _, err := New(tc.s, Options{Listen: "0.0.0.0:1", Logger: slog.New(slog.DiscardHandler)}); err == nil {
+			t.Errorf("New accepted %+v", tc.s)
+		}
+	}
+	for _, ok := range []Settings{{}, {KeystoneURL: url, KeystoneProject: "nfv", KeystoneRoles: "admin=*"},
+		{KeystoneURL: url, KeystoneAnyProject: true, KeystoneRoles: "reader=vnflcm:read"}} {
+		if err := ok.CheckKeystone(); err != nil {
+			t.Errorf("%+v: %v", ok, err)
+		}
 	}
 }
 

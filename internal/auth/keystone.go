@@ -20,7 +20,8 @@ import (
 type keystone struct {
 	base     string // without /v3
 	roles    map[string]Scopes
-	project  string
+	projects []string // accepted project names or ids; nil with anyProject
+	anyProj  bool
 	cacheTTL time.Duration
 	client   *http.Client
 
@@ -43,6 +44,9 @@ func newKeystone(s Settings, client *http.Client) (*keystone, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("VNFM_AUTH_KEYSTONE_URL %q: want http(s)://host:port[/v3]", s.KeystoneURL)
 	}
+	if err := s.CheckKeystone(); err != nil {
+		return nil, err
+	}
 	roles, err := s.keystoneRoles()
 	if err != nil {
 		return nil, err
@@ -51,7 +55,7 @@ func newKeystone(s Settings, client *http.Client) (*keystone, error) {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
 	base := strings.TrimSuffix(strings.TrimRight(s.KeystoneURL, "/"), "/v3")
-	return &keystone{base: base, roles: roles, project: s.KeystoneProject, cacheTTL: s.KeystoneCacheTTL,
+	return &keystone{base: base, roles: roles, projects: s.keystoneProjects(), anyProj: s.KeystoneAnyProject, cacheTTL: s.KeystoneCacheTTL,
 		client: client, cache: map[[32]byte]ksEntry{}, now: time.Now}, nil
 }
 
@@ -92,14 +96,29 @@ type ksToken struct {
 				Name string `json:"name"`
 			} `json:"domain"`
 		} `json:"user"`
-		Project *struct {
-			ID   string `json:"id"`
-			Name string `json:"name"`
-		} `json:"project"`
-		Roles []struct {
+		Project *ksProject `json:"project"`
+		Roles   []struct {
 			Name string `json:"name"`
 		} `json:"roles"`
 	} `json:"token"`
+}
+
+type ksProject struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// projectAllowed: the token is scoped to one of the configured projects.
+func (k *keystone) projectAllowed(p *ksProject) bool {
+	if p == nil {
+		return false
+	}
+	for _, want := range k.projects {
+		if (p.ID != "" && p.ID == want) || (p.Name != "" && p.Name == want) {
+			return true
+		}
+	}
+	return false
 }
 
 // fetch asks Keystone; a 401 result is cacheable until the returned time.
@@ -133,8 +152,8 @@ func (k *keystone) fetch(ctx context.Context, token string, now time.Time) (*Pri
 	if !now.Before(t.Token.ExpiresAt) {
 		return nil, invalidToken("the Keystone token has expired"), now.Add(min(negativeTTL, k.cacheTTL))
 	}
-	if k.project != "" && (t.Token.Project == nil || (t.Token.Project.Name != k.project && t.Token.Project.ID != k.project)) {
-		return nil, invalidToken("the Keystone token is not scoped to project " + k.project), now.Add(min(negativeTTL, k.cacheTTL))
+	if !k.anyProj && !k.projectAllowed(t.Token.Project) {
+		return nil, invalidToken("the Keystone token is not scoped to an accepted project (" + strings.Join(k.projects, ", ") + ")"), now.Add(min(negativeTTL, k.cacheTTL))
 	}
 	scopes := Scopes{}
 	for _, r := range t.Token.Roles {

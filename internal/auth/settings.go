@@ -33,11 +33,63 @@ type Settings struct {
 	// Realm names the protection space in WWW-Authenticate.
 	Realm string `env:"VNFM_AUTH_REALM" envDefault:"mini-vnfm"`
 	// KeystoneURL, if set, validates other X-Auth-Token values with Keystone
-	// (GET /v3/auth/tokens); roles map to scopes by KeystoneRoles.
-	KeystoneURL      string        `env:"VNFM_AUTH_KEYSTONE_URL"`
-	KeystoneRoles    string        `env:"VNFM_AUTH_KEYSTONE_ROLES" envDefault:"admin=*;member=vnflcm:write,vnfpkgm:write,vim:read,metrics:read;reader=vnflcm:read,vnfpkgm:read,vim:read,metrics:read"`
-	KeystoneProject  string        `env:"VNFM_AUTH_KEYSTONE_PROJECT"`
-	KeystoneCacheTTL time.Duration `env:"VNFM_AUTH_KEYSTONE_CACHE_TTL" envDefault:"60s"`
+	// (GET /v3/auth/tokens). Keystone mode must then say which tokens it
+	// accepts: KeystoneProject lists the projects (names or ids, comma
+	// separated) whose tokens are accepted, or KeystoneAnyProject accepts
+	// every project explicitly; KeystoneRoles maps roles to scopes and has
+	// no default (which Keystone roles may write is the operator's call).
+	KeystoneURL        string        `env:"VNFM_AUTH_KEYSTONE_URL"`
+	KeystoneRoles      string        `env:"VNFM_AUTH_KEYSTONE_ROLES"`
+	KeystoneProject    string        `env:"VNFM_AUTH_KEYSTONE_PROJECT"`
+	KeystoneAnyProject bool          `env:"VNFM_AUTH_KEYSTONE_ANY_PROJECT" envDefault:"false"`
+	KeystoneCacheTTL   time.Duration `env:"VNFM_AUTH_KEYSTONE_CACHE_TTL" envDefault:"60s"`
+}
+
+// CheckKeystone refuses a half-configured Keystone mode, so that the
+// server does not start accepting more (any project's tokens, default role
+// mappings) than the operator meant: with VNFM_AUTH_KEYSTONE_URL, the
+// projects (or VNFM_AUTH_KEYSTONE_ANY_PROJECT=true) and the role mapping
+// are required; without it, the other Keystone settings mean nothing and
+// are refused too.
+func (s Settings) CheckKeystone() error {
+	projects := s.keystoneProjects()
+	if s.KeystoneURL == "" {
+		var set []string
+		if s.KeystoneRoles != "" {
+			set = append(set, "VNFM_AUTH_KEYSTONE_ROLES")
+		}
+		if len(projects) > 0 {
+			set = append(set, "VNFM_AUTH_KEYSTONE_PROJECT")
+		}
+		if s.KeystoneAnyProject {
+			set = append(set, "VNFM_AUTH_KEYSTONE_ANY_PROJECT")
+		}
+		if len(set) > 0 {
+			return fmt.Errorf("%s set without VNFM_AUTH_KEYSTONE_URL: give the Keystone URL (http://keystone:5000/v3) or unset them", strings.Join(set, ", "))
+		}
+		return nil
+	}
+	switch {
+	case len(projects) == 0 && !s.KeystoneAnyProject:
+		return errors.New("VNFM_AUTH_KEYSTONE_URL is set but no project is: list the projects whose tokens are accepted in VNFM_AUTH_KEYSTONE_PROJECT " +
+			"(ids or names, comma separated), or set VNFM_AUTH_KEYSTONE_ANY_PROJECT=true to accept tokens of every project")
+	case len(projects) > 0 && s.KeystoneAnyProject:
+		return errors.New("VNFM_AUTH_KEYSTONE_PROJECT and VNFM_AUTH_KEYSTONE_ANY_PROJECT=true contradict each other: set one of them")
+	case strings.TrimSpace(s.KeystoneRoles) == "":
+		return errors.New("VNFM_AUTH_KEYSTONE_URL is set but VNFM_AUTH_KEYSTONE_ROLES is not: map Keystone roles to scopes, " +
+			"e.g. admin=*;member=vnflcm:read,vnfpkgm:read (roles not listed get no scope)")
+	}
+	_, err := s.keystoneRoles()
+	return err
+}
+
+// keystoneProjects lists VNFM_AUTH_KEYSTONE_PROJECT's projects.
+func (s Settings) keystoneProjects() []string {
+	var out []string
+	for _, p := range strings.FieldsFunc(s.KeystoneProject, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
+		out = append(out, p)
+	}
+	return out
 }
 
 // Enabled resolves Mode against the listen address.

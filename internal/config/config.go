@@ -52,6 +52,19 @@ type Config struct {
 	SecretKeyFile string `env:"VNFM_SECRET_KEY_FILE"`
 	// SecretKeysOld lists retired keys that still open stored values.
 	SecretKeysOld string `env:"VNFM_SECRET_KEYS_OLD"`
+	// TLSCertFile and TLSKeyFile, both or neither, make the API serve
+	// HTTPS; the files are read again when they change.
+	TLSCertFile string `env:"VNFM_TLS_CERT_FILE"`
+	TLSKeyFile  string `env:"VNFM_TLS_KEY_FILE"`
+	// BodyTimeout bounds reading a JSON request body, and the time a
+	// package upload may go without sending a byte; UploadTimeout bounds a
+	// whole package upload.
+	BodyTimeout   time.Duration `env:"VNFM_BODY_TIMEOUT" envDefault:"60s"`
+	UploadTimeout time.Duration `env:"VNFM_UPLOAD_TIMEOUT" envDefault:"30m"`
+	// Uploads and UploadsPerClient bound the package uploads (PUT
+	// package_content) in progress, in all and from one client address.
+	Uploads          int `env:"VNFM_UPLOADS" envDefault:"4"`
+	UploadsPerClient int `env:"VNFM_UPLOADS_PER_CLIENT" envDefault:"2"`
 	// AllowedOrigins are browser origins, besides the VNFM's own
 	// (VNFM_ENDPOINT_URL), allowed to call the API (README "Security").
 	AllowedOrigins []string `env:"VNFM_ALLOWED_ORIGINS" envSeparator:","`
@@ -68,15 +81,25 @@ func Load() (*Config, error) {
 	if err := env.Parse(&c); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return nil, errors.New("config: TLS needs both VNFM_TLS_CERT_FILE and VNFM_TLS_KEY_FILE (PEM files), or neither")
+	}
 	if c.EndpointURL == "" {
 		host := c.Listen
 		if strings.HasPrefix(host, ":") || strings.HasPrefix(host, "0.0.0.0:") {
 			host = "127.0.0.1:" + host[strings.LastIndex(host, ":")+1:]
 		}
-		c.EndpointURL = "http://" + host
+		scheme := "http://"
+		if c.TLSCertFile != "" {
+			scheme = "https://"
+		}
+		c.EndpointURL = scheme + host
 	}
 	c.EndpointURL = strings.TrimRight(c.EndpointURL, "/")
 	if _, err := c.Auth.Enabled(c.Listen); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := c.Auth.CheckKeystone(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	if _, err := c.Outbound.Policy(false); err != nil {
@@ -89,6 +112,9 @@ func Load() (*Config, error) {
 			return nil, fmt.Errorf("config: VNFM_ALLOWED_ORIGINS: %q is not an origin; write scheme://host[:port], e.g. https://nfvo-ui.example:8443", o)
 		}
 		c.AllowedOrigins[i] = strings.TrimRight(o, "/")
+	}
+	if c.BodyTimeout < time.Second || c.UploadTimeout < c.BodyTimeout || c.Uploads < 1 || c.UploadsPerClient < 1 {
+		return nil, errors.New("config: VNFM_BODY_TIMEOUT must be ≥ 1s, VNFM_UPLOAD_TIMEOUT ≥ VNFM_BODY_TIMEOUT, VNFM_UPLOADS and VNFM_UPLOADS_PER_CLIENT ≥ 1")
 	}
 	if c.Workers < 1 || c.PageSize < 1 || c.Lease < time.Second {
 		return nil, errors.New("config: VNFM_WORKERS and VNFM_PAGE_SIZE must be ≥ 1 and VNFM_LEASE ≥ 1s")

@@ -165,6 +165,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		Outbound: policy})
 	apiCfg := api.Config{Service: svc, Packages: pkgs, EndpointURL: cfg.EndpointURL, Logger: log, Metrics: m,
 		PageSize: cfg.PageSize, MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins,
+		BodyTimeout: cfg.BodyTimeout, UploadTimeout: cfg.UploadTimeout, Uploads: cfg.Uploads, UploadsPerClient: cfg.UploadsPerClient,
 		Subscriptions: notify.NewSubscriptions(notifier, cfg.TestCallbacks)}
 	if engine != nil {
 		apiCfg.Wake = engine.Wake
@@ -176,9 +177,18 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	srv, err := NewHTTPServer(handler, cfg.TLSCertFile, cfg.TLSKeyFile, log)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if srv.TLSConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopEngine()
 	go pkgs.Run(engineCtx) // resumes onboardings interrupted by a crash
