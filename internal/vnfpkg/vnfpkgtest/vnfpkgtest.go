@@ -12,13 +12,15 @@ import (
 )
 
 // Samples are the package trees under samples/.
-var Samples = []string{"kubeadm-single", "kubeadm-ha", "kubespray"}
+var Samples = []string{"kubeadm-single", "kubeadm-ha", "kubespray", "kubeadm-kuryr", "kubeadm-tosca"}
 
 // VnfdIDs are the samples' descriptor ids.
 var VnfdIDs = map[string]string{
 	"kubeadm-single": "6f2b8c1a-3d4e-4f5a-8b6c-7d8e9f0a1b21",
 	"kubeadm-ha":     "6f2b8c1a-3d4e-4f5a-8b6c-7d8e9f0a1b22",
 	"kubespray":      "6f2b8c1a-3d4e-4f5a-8b6c-7d8e9f0a1b23",
+	"kubeadm-kuryr":  "6f2b8c1a-3d4e-4f5a-8b6c-7d8e9f0a1b26",
+	"kubeadm-tosca":  "6f2b8c1a-3d4e-4f5a-8b6c-7d8e9f0a1b25",
 }
 
 // SamplesDir is the absolute path of the repository's samples/ directory.
