@@ -36,7 +36,7 @@ func TestParse(t *testing.T) {
 	}
 	_, probs = Parse("k.kuryr", map[string]any{"pod_subnet": "x", "pod_subnet_id": "bad id", "pod_security_group_ids": []any{},
 		"service_subnet_id": map[string]any{"stack_output": "a", "stack_resource": "b"}, "pod_vif_driver": "macvlan",
-		"lbaas": map[string]any{"provider": "f5", "member_mode": "L4", "enforce_sg_rules": 3, "extra": 1},
+		"lbaas":      map[string]any{"provider": "f5", "member_mode": "L4", "enforce_sg_rules": 3, "extra": 1},
 		"credential": map[string]any{"ttl": "5m", "roles": []any{"admin"}}})
 	all := strings.Join(probs, "\n")
 	for _, want := range []string{
