@@ -23,7 +23,10 @@
 //     negotiated (golang/go#29286). A mismatch is a *HostKeyMismatchError
 //     that names the host and both fingerprints; nothing was sent to the
 //     host. A heal re-pins with HostKeyRepin or PinStore.Replace.
-//   - keepalives detect dead hosts so that commands fail instead of hanging.
+//   - keepalives detect dead hosts so that commands fail instead of hanging;
+//   - a [Session] (OpenSession) reconnects once, host key checked against
+//     the pin, when a command or upload could not start, and never repeats
+//     a command that may have run.
 //
 // Running ([Client.Run], [RunOpts]):
 //   - every value placed in a command line goes through [Quote] or

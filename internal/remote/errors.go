@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/sshpin"
 )
 
 // ErrTimeout is in the chain of the error of a command that ran longer than
@@ -13,7 +15,7 @@ var ErrTimeout = errors.New("command timed out")
 
 // ErrPinConflict is returned (wrapped) by PinStore.Put when a different key
 // of the same type is already pinned for that server and address.
-var ErrPinConflict = errors.New("a different host key is already pinned")
+var ErrPinConflict = sshpin.ErrConflict
 
 // maxCmdInError bounds the command text in error messages; CommandError.Cmd
 // keeps it whole.

@@ -9,24 +9,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/sshpin"
 )
 
-// Pin is a host key remembered for a server.
-type Pin struct {
-	// KeyType is the key's type as SSH names it ("ssh-ed25519",
-	// "ecdsa-sha2-nistp256", "ssh-rsa").
-	KeyType string
-	// Fingerprint is the SHA256 fingerprint ("SHA256:...", as ssh-keygen -l
-	// prints it).
-	Fingerprint string
-	// Key is the public key in SSH wire format (ssh.PublicKey.Marshal).
-	Key []byte
-	// FirstSeen and LastSeen are kept by the store.
-	FirstSeen, LastSeen time.Time
-}
+// Pin is a host key remembered for a server (the type the pin store
+// shares without importing this package).
+type Pin = sshpin.Pin
 
 // PinKey names the pins of one server address: host keys are pinned per
 // (server id, address), so a server reached on two addresses has two sets
@@ -40,7 +31,7 @@ type PinKey struct {
 }
 
 // PinStore keeps pinned host keys (internal/store implements it on
-// PostgreSQL). Implementations must be safe for concurrent use.
+// PostgreSQL, with the types of internal/sshpin). Implementations must be safe for concurrent use.
 type PinStore interface {
 	// Get returns the pins of a server address (none: first contact).
 	Get(ctx context.Context, serverID, address string) ([]Pin, error)
@@ -118,9 +109,7 @@ func algosForKeyType(t string) []string {
 }
 
 // PinOf makes the Pin of a public key.
-func PinOf(key ssh.PublicKey) Pin {
-	return Pin{KeyType: key.Type(), Fingerprint: ssh.FingerprintSHA256(key), Key: key.Marshal()}
-}
+func PinOf(key ssh.PublicKey) Pin { return sshpin.Of(key) }
 
 // normFingerprint brings a published fingerprint to the form compared:
 // "SHA256:<base64 without padding>" or "MD5:<lower-case hex pairs>".

@@ -5,9 +5,13 @@ import (
 	"net"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kubeadm"
 )
+
+// The store keeps the SSH host key pins of every driver.
+var _ remote.PinStore = (*store.HostKeyPins)(nil)
 
 // MgmtOptions is what the built-in management drivers need from the server.
 type MgmtOptions struct {

@@ -9,21 +9,19 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/crypto/ssh"
 
-	"github.com/mini-vnfm/mini-vnfm/internal/remote"
+	"github.com/mini-vnfm/mini-vnfm/internal/sshpin"
 )
 
 // HostKeyPins is the PostgreSQL pin store of SSH host keys (table
 // host_keys), one pin per (server id, address, key type). It implements
-// remote.PinStore.
+// sshpin.PinStore (with the types of internal/sshpin, so that store does not import remote).
 type HostKeyPins struct{ s *Store }
-
-var _ remote.PinStore = (*HostKeyPins)(nil)
 
 // HostKeyPins returns the host key pin store.
 func (s *Store) HostKeyPins() *HostKeyPins { return &HostKeyPins{s: s} }
 
 // checkPin rejects pins whose fields disagree with their key.
-func checkPin(serverID, address string, p remote.Pin) error {
+func checkPin(serverID, address string, p sshpin.Pin) error {
 	if serverID == "" || address == "" {
 		return errors.New("store: host key pin needs a server id and an address")
 	}
@@ -39,14 +37,14 @@ func checkPin(serverID, address string, p remote.Pin) error {
 }
 
 // Get returns the pins of a server address, oldest first.
-func (h *HostKeyPins) Get(ctx context.Context, serverID, address string) ([]remote.Pin, error) {
+func (h *HostKeyPins) Get(ctx context.Context, serverID, address string) ([]sshpin.Pin, error) {
 	rows, err := h.s.pool.Query(ctx, `SELECT key_type, fingerprint, public_key, first_seen, last_seen
 		FROM host_keys WHERE server_id = $1 AND address = $2 ORDER BY first_seen, key_type`, serverID, address)
 	if err != nil {
 		return nil, fmt.Errorf("store: host keys of %s/%s: %w", serverID, address, err)
 	}
-	pins, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (remote.Pin, error) {
-		var p remote.Pin
+	pins, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sshpin.Pin, error) {
+		var p sshpin.Pin
 		err := r.Scan(&p.KeyType, &p.Fingerprint, &p.Key, &p.FirstSeen, &p.LastSeen)
 		return p, err
 	})
@@ -59,8 +57,8 @@ func (h *HostKeyPins) Get(ctx context.Context, serverID, address string) ([]remo
 // Put pins p unless a key of its type is pinned already; if exactly this key
 // is pinned it refreshes last_seen. A different pinned key of the same type
 // leaves everything unchanged and yields an error wrapping
-// remote.ErrPinConflict. Safe against concurrent first contacts.
-func (h *HostKeyPins) Put(ctx context.Context, serverID, address string, p remote.Pin) error {
+// sshpin.ErrConflict. Safe against concurrent first contacts.
+func (h *HostKeyPins) Put(ctx context.Context, serverID, address string, p sshpin.Pin) error {
 	if err := checkPin(serverID, address, p); err != nil {
 		return err
 	}
@@ -74,7 +72,7 @@ func (h *HostKeyPins) Put(ctx context.Context, serverID, address string, p remot
 		var have string
 		_ = h.s.pool.QueryRow(ctx, `SELECT fingerprint FROM host_keys WHERE server_id = $1 AND address = $2 AND key_type = $3`,
 			serverID, address, p.KeyType).Scan(&have)
-		return fmt.Errorf("store: server %s at %s: %w (%s %s, offered %s)", serverID, address, remote.ErrPinConflict,
+		return fmt.Errorf("store: server %s at %s: %w (%s %s, offered %s)", serverID, address, sshpin.ErrConflict,
 			p.KeyType, have, p.Fingerprint)
 	}
 	if err != nil {
@@ -85,7 +83,7 @@ func (h *HostKeyPins) Put(ctx context.Context, serverID, address string, p remot
 
 // Replace drops the pins of a server address and pins pins instead (none:
 // the next contact pins afresh).
-func (h *HostKeyPins) Replace(ctx context.Context, serverID, address string, pins []remote.Pin) error {
+func (h *HostKeyPins) Replace(ctx context.Context, serverID, address string, pins []sshpin.Pin) error {
 	if serverID == "" || address == "" {
 		return errors.New("store: host key pins need a server id and an address")
 	}
@@ -117,7 +115,7 @@ func (h *HostKeyPins) Replace(ctx context.Context, serverID, address string, pin
 type HostKeyPin struct {
 	ServerID string
 	Address  string
-	remote.Pin
+	sshpin.Pin
 }
 
 // ListHostKeys returns the pins of the given servers (all servers when none

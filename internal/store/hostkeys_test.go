@@ -13,10 +13,10 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/mini-vnfm/mini-vnfm/internal/remote"
+	"github.com/mini-vnfm/mini-vnfm/internal/sshpin"
 )
 
-func edPin(t *testing.T) remote.Pin {
+func edPin(t *testing.T) sshpin.Pin {
 	t.Helper()
 	pub, _, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -26,10 +26,10 @@ func edPin(t *testing.T) remote.Pin {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return remote.PinOf(k)
+	return sshpin.Of(k)
 }
 
-func ecPin(t *testing.T) remote.Pin {
+func ecPin(t *testing.T) sshpin.Pin {
 	t.Helper()
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -39,7 +39,7 @@ func ecPin(t *testing.T) remote.Pin {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return remote.PinOf(k)
+	return sshpin.Of(k)
 }
 
 func TestHostKeyPins(t *testing.T) {
@@ -79,7 +79,7 @@ func TestHostKeyPins(t *testing.T) {
 	// A different key of the same type conflicts and changes nothing.
 	other := edPin(t)
 	err = pins.Put(ctx, srv, addr, other)
-	if !errors.Is(err, remote.ErrPinConflict) {
+	if !errors.Is(err, sshpin.ErrConflict) {
 		t.Fatalf("conflicting Put = %v, want ErrPinConflict", err)
 	}
 	got, _ = pins.Get(ctx, srv, addr)
@@ -104,7 +104,7 @@ func TestHostKeyPins(t *testing.T) {
 	}
 
 	// Replace swaps the set; Replace with none empties it.
-	if err := pins.Replace(ctx, srv, addr, []remote.Pin{other}); err != nil {
+	if err := pins.Replace(ctx, srv, addr, []sshpin.Pin{other}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = pins.Get(ctx, srv, addr)
@@ -117,7 +117,7 @@ func TestHostKeyPins(t *testing.T) {
 	if got, _ = pins.Get(ctx, srv, addr); len(got) != 0 {
 		t.Fatalf("after Replace(nil): %+v", got)
 	}
-	if err := pins.Replace(ctx, srv, addr, []remote.Pin{ed, edPin(t)}); err == nil {
+	if err := pins.Replace(ctx, srv, addr, []sshpin.Pin{ed, edPin(t)}); err == nil {
 		t.Fatal("Replace with two keys of one type succeeded")
 	}
 
@@ -138,7 +138,7 @@ func TestHostKeyPinsRejectInconsistentPins(t *testing.T) {
 	ctx := context.Background()
 	pins := open(t).HostKeyPins()
 	good := edPin(t)
-	for name, p := range map[string]remote.Pin{
+	for name, p := range map[string]sshpin.Pin{
 		"fingerprint of another key": {KeyType: good.KeyType, Fingerprint: edPin(t).Fingerprint, Key: good.Key},
 		"wrong type":                 {KeyType: ssh.KeyAlgoRSA, Fingerprint: good.Fingerprint, Key: good.Key},
 		"no key":                     {KeyType: good.KeyType, Fingerprint: good.Fingerprint},
@@ -157,7 +157,7 @@ func TestHostKeyPinsRejectInconsistentPins(t *testing.T) {
 func TestHostKeyPinsConcurrentFirstContact(t *testing.T) {
 	ctx := context.Background()
 	pins := open(t).HostKeyPins()
-	keys := make([]remote.Pin, 8)
+	keys := make([]sshpin.Pin, 8)
 	for i := range keys {
 		keys[i] = edPin(t)
 	}
@@ -172,7 +172,7 @@ func TestHostKeyPinsConcurrentFirstContact(t *testing.T) {
 		switch {
 		case err == nil:
 			ok++
-		case !errors.Is(err, remote.ErrPinConflict):
+		case !errors.Is(err, sshpin.ErrConflict):
 			t.Errorf("unexpected error: %v", err)
 		}
 	}

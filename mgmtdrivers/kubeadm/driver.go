@@ -26,6 +26,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
 )
 
 // Name is the driver's name in VNFDs (builtin:kubeadm, Tacker's
@@ -66,8 +67,7 @@ type Options struct {
 
 // Driver is the kubeadm management driver.
 type Driver struct {
-	o    Options
-	dial func(ctx context.Context, t remote.Target) (executor, error)
+	o Options
 }
 
 // New returns the driver.
@@ -82,7 +82,7 @@ func New(o Options) *Driver {
 	def(&o.InstallTimeout, 45*time.Minute)
 	def(&o.NodeWait, 3*time.Minute)
 	def(&o.TokenWait, time.Minute)
-	return &Driver{o: o, dial: defaultDial}
+	return &Driver{o: o}
 }
 
 // Name implements mgmtdrivers.Driver.
@@ -712,7 +712,7 @@ func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op) error {
 	added := addedVnfcs(op)
 	plans := plansFor(h.p, h.topo.Workers, false)
 	for i := range plans {
-		plans[i].fresh = added[plans[i].node.VnfcID]
+		plans[i].Fresh = added[plans[i].Key]
 	}
 	all := h.topo.All()
 	ss, ms, err := h.connectControl(ctx, plans)
@@ -896,10 +896,10 @@ func (d *Driver) HealEnd(ctx context.Context, op *driverapi.Op) error {
 	if len(targets) == 0 {
 		return nil
 	}
-	var plans []dialPlan
+	var plans []kube.Plan
 	for _, p := range plansFor(h.p, targets, true) {
-		if b, ok := before[p.node.VnfcID]; ok && b.ServerID == p.node.ServerID && b.Addr == p.node.SSHAddr {
-			p.repin = true // rebuilt in place: new keys, same server id
+		if b, ok := before[p.Key]; ok && b.ServerID == p.ServerID && b.Addr == p.Addr {
+			p.Repin = true // rebuilt in place: new keys, same server id
 		}
 		plans = append(plans, p)
 	}

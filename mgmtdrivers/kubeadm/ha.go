@@ -2,7 +2,6 @@ package kubeadm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"strconv"
@@ -314,41 +313,4 @@ func orNone(s []string) any {
 		return "no master"
 	}
 	return s
-}
-
-// connectSome connects to the nodes it can within wait: a dead master must
-// not stop a heal. A host key mismatch is still fatal.
-func (d *Driver) connectSome(ctx context.Context, h *hook, plans []dialPlan, wait time.Duration) (*sessions, map[string]error, error) {
-	s := &sessions{m: map[string]*session{}}
-	failed := map[string]error{}
-	var mu sync.Mutex
-	remote.ForEach(ctx, plans, 16, func(ctx context.Context, p dialPlan) error {
-		t := remote.Target{
-			Host: p.node.SSHAddr, User: p.np.Username, Password: p.np.Password,
-			PrivateKey: []byte(p.np.SSHPrivateKey), Passphrase: p.np.SSHPrivateKeyPassphrase,
-			Pins: d.o.Pins, PinKey: remote.PinKey{ServerID: p.node.ServerID, Address: p.node.SSHAddr},
-			PublishedFingerprints: p.node.Fingerprints, Dialer: d.o.Dial, MaxWait: wait,
-			ConnectTimeout: min(wait, 20*time.Second), Logger: h.log.With("node", p.node.Name),
-		}
-		if len(t.PrivateKey) == 0 {
-			t.PrivateKey = nil
-		}
-		x, err := d.dial(ctx, t)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			failed[p.node.VnfcID] = err
-			return nil
-		}
-		s.m[p.node.VnfcID] = &session{node: p.node, x: x, log: h.log.With("node", p.node.Name)}
-		return nil
-	})
-	for _, err := range failed {
-		var me *remote.HostKeyMismatchError
-		if errors.As(err, &me) {
-			s.Close()
-			return nil, nil, fmt.Errorf("SSH host key verification failed, nothing was run on any node: %w", err)
-		}
-	}
-	return s, failed, nil
 }

@@ -259,8 +259,8 @@ func TestClassifyDedicatedLBs(t *testing.T) {
 	if w := topo.Without("masterNode-m1"); len(w.LBs) != 2 {
 		t.Errorf("Without drops the LBs")
 	}
-	if plans := plansFor(p, topo.LBs, true); plans[0].np.Username != "lb" {
-		t.Errorf("LB login %+v", plans[0].np)
+	if plans := plansFor(p, topo.LBs, true); plans[0].Login.Username != "lb" {
+		t.Errorf("LB login %+v", plans[0].Login)
 	}
 	if err := checkLBTopology(topo, p); err != nil {
 		t.Errorf("checkLBTopology: %v", err)

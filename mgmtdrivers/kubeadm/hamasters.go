@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
 )
 
 var certKeyRE = regexp.MustCompile(`(?m)^([0-9a-f]{64})\s*$`)
@@ -25,11 +26,11 @@ const (
 // control-plane node to run kubectl and kubeadm on: the master of a single
 // master cluster; for an HA control plane every master it can reach (dead
 // ones are skipped), the first of them in master order.
-func (h *hook) connectControl(ctx context.Context, plans []dialPlan) (*sessions, *session, error) {
+func (h *hook) connectControl(ctx context.Context, plans []kube.Plan) (*sessions, *session, error) {
 	t := h.topo
 	inPlans := map[string]bool{}
 	for _, p := range plans {
-		inPlans[p.node.VnfcID] = true
+		inPlans[p.Key] = true
 	}
 	if !t.HA() {
 		if !inPlans[t.Masters[0].VnfcID] {
@@ -47,7 +48,7 @@ func (h *hook) connectControl(ctx context.Context, plans []dialPlan) (*sessions,
 			rest = append(rest, m)
 		}
 	}
-	ss := &sessions{m: map[string]*session{}}
+	ss := &sessions{Sessions: kube.NewSessions(), log: h.log}
 	if len(plans) > 0 {
 		var err error
 		if ss, err = h.d.connect(ctx, h.log, plans); err != nil {
@@ -82,17 +83,6 @@ func reachable(ss *sessions, ns []*Node) []*Node {
 		}
 	}
 	return out
-}
-
-func (s *sessions) merge(o *sessions) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for k, v := range o.m {
-		s.m[k] = v
-	}
-	o.m = map[string]*session{}
 }
 
 func masterIPs(ms []*Node) string {
@@ -412,10 +402,10 @@ func orNoneStr(s []string) string {
 func (h *hook) healMastersEnd(ctx context.Context, victims, workers []*Node, before map[string]serverAddr) error {
 	t := h.topo
 	force := forceRequested(h.op.AdditionalParams)
-	var plans []dialPlan
+	var plans []kube.Plan
 	for _, p := range plansFor(h.p, append(slices.Clone(victims), workers...), true) {
-		if b, ok := before[p.node.VnfcID]; ok && b.ServerID == p.node.ServerID && b.Addr == p.node.SSHAddr {
-			p.repin = true
+		if b, ok := before[p.Key]; ok && b.ServerID == p.ServerID && b.Addr == p.Addr {
+			p.Repin = true
 		}
 		plans = append(plans, p)
 	}

@@ -20,48 +20,9 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/k8sstandin"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
+	"github.com/mini-vnfm/mini-vnfm/internal/remote/remotetest"
 	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
 )
-
-// memPins is an in-memory remote.PinStore.
-type memPins struct {
-	mu sync.Mutex
-	m  map[string][]remote.Pin
-}
-
-func (p *memPins) key(s, a string) string { return s + "|" + a }
-
-func (p *memPins) Get(_ context.Context, s, a string) ([]remote.Pin, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]remote.Pin(nil), p.m[p.key(s, a)]...), nil
-}
-
-func (p *memPins) Put(_ context.Context, s, a string, pin remote.Pin) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, have := range p.m[p.key(s, a)] {
-		if have.KeyType == pin.KeyType {
-			if have.Fingerprint != pin.Fingerprint {
-				return remote.ErrPinConflict
-			}
-			return nil
-		}
-	}
-	p.m[p.key(s, a)] = append(p.m[p.key(s, a)], pin)
-	return nil
-}
-
-func (p *memPins) Replace(_ context.Context, s, a string, pins []remote.Pin) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(pins) == 0 {
-		delete(p.m, p.key(s, a))
-	} else {
-		p.m[p.key(s, a)] = pins
-	}
-	return nil
-}
 
 // fakeProgress records per-node checkpoints like the engine's journal.
 type fakeProgress struct {
@@ -203,7 +164,7 @@ func TestInstantiateOnHostsWithKeysAndProxy(t *testing.T) {
 			hostVnfc("workerNode-w1", "workerNode", "worker_instance", w1, "workerNode_CP1"),
 			hostVnfc("workerNode-w2", "workerNode", "worker_instance", w2, "workerNode_CP1"),
 		}}}
-	pins := &memPins{m: map[string][]remote.Pin{}}
+	pins := &remotetest.Pins{}
 	prog, vims := newProgress(), &fakeVims{vims: map[string]driverapi.KubernetesVim{}}
 	op := &driverapi.Op{ID: "op-1", Operation: model.OpInstantiate, Instance: inst, AdditionalParams: params,
 		Flavour: &model.Flavour{ID: "simple"}, Vims: vims, Progress: prog, Scratch: map[string]json.RawMessage{},

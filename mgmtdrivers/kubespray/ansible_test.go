@@ -20,46 +20,6 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// memPins is an in-memory remote.PinStore.
-type memPins struct {
-	mu sync.Mutex
-	m  map[string][]remote.Pin
-}
-
-func (p *memPins) Get(_ context.Context, id, addr string) ([]remote.Pin, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.m[id+"|"+addr], nil
-}
-
-func (p *memPins) Put(_ context.Context, id, addr string, pin remote.Pin) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m == nil {
-		p.m = map[string][]remote.Pin{}
-	}
-	for _, x := range p.m[id+"|"+addr] {
-		if x.KeyType == pin.KeyType {
-			if x.Fingerprint != pin.Fingerprint {
-				return remote.ErrPinConflict
-			}
-			return nil
-		}
-	}
-	p.m[id+"|"+addr] = append(p.m[id+"|"+addr], pin)
-	return nil
-}
-
-func (p *memPins) Replace(_ context.Context, id, addr string, pins []remote.Pin) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m == nil {
-		p.m = map[string][]remote.Pin{}
-	}
-	p.m[id+"|"+addr] = pins
-	return nil
-}
-
 // notes records progress.
 type notes struct {
 	mu    sync.Mutex
@@ -133,10 +93,10 @@ func testSession(t *testing.T, srv *remotetest.Server) (*session, *notes) {
 		t.Fatal(err)
 	}
 	n := &notes{}
-	d := New(Options{Pins: &memPins{}, Logger: slog.New(slog.DiscardHandler), AnsibleWait: 5 * time.Second})
+	d := New(Options{Pins: &remotetest.Pins{}, Logger: slog.New(slog.DiscardHandler), AnsibleWait: 5 * time.Second})
 	op := &driverapi.Op{Instance: &model.VnfInstance{ID: "5f0c9c1e-1111-4222-8333-944455556666"}, Progress: n}
 	s := &session{d: d, op: op, p: p, c: c, log: d.o.Logger, inv: "/home/ansible/inventories/i-1",
-		clients: map[string]*remote.Client{}, secrets: []string{"ub-pw", "an-pw"}}
+		clients: map[string]*remote.Session{}, secrets: []string{"ub-pw", "an-pw"}}
 	t.Cleanup(s.close)
 	return s, n
 }

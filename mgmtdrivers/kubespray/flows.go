@@ -2,13 +2,13 @@ package kubespray
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
 )
 
 // install is instantiate_end (and the second half of an entire heal).
@@ -142,17 +142,14 @@ func (s *session) removeWorkers(ctx context.Context, victims []*Node) error {
 func (s *session) unreachable(ctx context.Context, nodes []*Node) []string {
 	var out []string
 	for _, n := range nodes {
-		t := s.target(n.SSHAddr, 0, n.User, n.Password, n.PrivateKey)
-		t.PinKey = remote.PinKey{ServerID: n.ServerID, Address: n.SSHAddr}
-		t.PublishedFingerprints = n.Fingerprints
-		t.MaxWait, t.ConnectTimeout = -1, 10*time.Second
-		c, err := remote.Dial(ctx, t)
+		p := nodePlan(n, -1)
+		p.ConnectTimeout = 10 * time.Second
+		c, err := s.dialer().Open(ctx, p)
 		if err == nil {
 			_ = c.Close()
 			continue
 		}
-		var me *remote.HostKeyMismatchError
-		if errors.As(err, &me) {
+		if kube.IsHostKeyMismatch(err) {
 			s.log.Warn("node presents another host key; not touching it", "node", n.Name, "err", err)
 		}
 		out = append(out, n.Name)

@@ -15,6 +15,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
 )
 
 // ansibleServerID is the pin key's server id of the Ansible server, which
@@ -34,8 +35,8 @@ type session struct {
 	secrets []string
 
 	mu         sync.Mutex
-	clients    map[string]*remote.Client // by node name; "" = the Ansible server
-	clusterKey string                    // public key line of the cluster's Ansible key
+	clients    map[string]*remote.Session // by node name; "" = the Ansible server
+	clusterKey string                     // public key line of the cluster's Ansible key
 	progMu     sync.Mutex
 }
 
@@ -60,7 +61,7 @@ func (d *Driver) newSession(op *driverapi.Op, needCluster bool) (*session, error
 	if log == nil {
 		log = d.o.Logger
 	}
-	s := &session{d: d, op: op, p: p, log: log.With("driver", Name), inv: inv, clients: map[string]*remote.Client{}}
+	s := &session{d: d, op: op, p: p, log: log.With("driver", Name), inv: inv, clients: map[string]*remote.Session{}}
 	for _, v := range []string{p.Master.Password, p.Master.PrivateKey, p.Worker.Password, p.Worker.PrivateKey, p.Ansible.Password,
 		p.Ansible.PrivateKey, p.ExternalLB.SSHPassword, p.ExternalLB.SSHPrivateKey} {
 		if len(v) >= 4 {
@@ -81,7 +82,7 @@ func (s *session) close() {
 	for _, c := range s.clients {
 		_ = c.Close()
 	}
-	s.clients = map[string]*remote.Client{}
+	s.clients = map[string]*remote.Session{}
 }
 
 func (s *session) cancelled() error {
@@ -138,14 +139,24 @@ func (s *session) step(ctx context.Context, key, what string, fn func() error) e
 	return err
 }
 
-func (s *session) target(host string, port int, user, password, key string) remote.Target {
-	return remote.Target{Host: host, Port: port, User: user, Password: password, PrivateKey: []byte(key),
-		Pins: s.d.o.Pins, Dialer: s.d.o.Dial, Secrets: s.secrets, Logger: s.log, ConnectTimeout: 20 * time.Second}
+// dialer opens the session's SSH connections: host keys pinned (or checked
+// against published fingerprints), the parameters' secrets masked.
+func (s *session) dialer() *kube.Dialer {
+	return &kube.Dialer{Pins: s.d.o.Pins, Dial: s.d.o.Dial, Secrets: s.secrets, Log: s.log}
+}
+
+// nodePlan is how to reach a VNFC; wait bounds the retries while the VM
+// boots (authentication failures retried too: cloud-init may set the
+// password after sshd starts).
+func nodePlan(n *Node, wait time.Duration) kube.Plan {
+	return kube.Plan{Key: n.Name, Name: fmt.Sprintf("%s %s (VNFC %s)", n.Role, n.Name, n.VnfcID), ServerID: n.ServerID, Addr: n.SSHAddr,
+		Fingerprints: n.Fingerprints, Login: kube.Login{Username: n.User, Password: n.Password, PrivateKey: n.PrivateKey},
+		Fresh: wait > 0, Wait: wait, ConnectTimeout: 20 * time.Second}
 }
 
 // ansible connects to the Ansible server (its host key pinned, or checked
 // against ansible.host_key_fingerprints).
-func (s *session) ansible(ctx context.Context) (*remote.Client, error) {
+func (s *session) ansible(ctx context.Context) (*remote.Session, error) {
 	s.mu.Lock()
 	c := s.clients[""]
 	s.mu.Unlock()
@@ -153,11 +164,9 @@ func (s *session) ansible(ctx context.Context) (*remote.Client, error) {
 		return c, nil
 	}
 	a := s.p.Ansible
-	t := s.target(a.IPAddress, a.Port, a.Username, a.Password, a.PrivateKey)
-	t.PinKey = remote.PinKey{ServerID: ansibleServerID, Address: a.IPAddress}
-	t.PublishedFingerprints = a.HostKeyFingerprints
-	t.MaxWait = s.d.o.AnsibleWait
-	c, err := remote.Dial(ctx, t)
+	c, err := s.dialer().Open(ctx, kube.Plan{Name: "the Ansible server", ServerID: ansibleServerID, Addr: a.IPAddress, Port: a.Port,
+		Fingerprints: a.HostKeyFingerprints, Login: kube.Login{Username: a.Username, Password: a.Password, PrivateKey: a.PrivateKey},
+		Wait: s.d.o.AnsibleWait, ConnectTimeout: 20 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("kubespray: Ansible server %s: %w", a.IPAddress, err)
 	}
@@ -170,19 +179,14 @@ func (s *session) ansible(ctx context.Context) (*remote.Client, error) {
 // node connects to a VNFC, verifying its host key against the pin (or, at
 // first contact, against the fingerprints the cloud published) and pinning
 // it. wait bounds the retries while the VM boots.
-func (s *session) node(ctx context.Context, n *Node, wait time.Duration) (*remote.Client, error) {
+func (s *session) node(ctx context.Context, n *Node, wait time.Duration) (*remote.Session, error) {
 	s.mu.Lock()
 	c := s.clients[n.Name]
 	s.mu.Unlock()
 	if c != nil {
 		return c, nil
 	}
-	t := s.target(n.SSHAddr, 0, n.User, n.Password, n.PrivateKey)
-	t.PinKey = remote.PinKey{ServerID: n.ServerID, Address: n.SSHAddr}
-	t.PublishedFingerprints = n.Fingerprints
-	t.MaxWait = wait
-	t.RetryAuth = wait > 0 // cloud-init may set the password after sshd starts
-	c, err := remote.Dial(ctx, t)
+	c, err := s.dialer().Open(ctx, nodePlan(n, wait))
 	if err != nil {
 		return nil, fmt.Errorf("kubespray: %s %s (VNFC %s): %w", n.Role, n.Name, n.VnfcID, err)
 	}
@@ -193,7 +197,7 @@ func (s *session) node(ctx context.Context, n *Node, wait time.Duration) (*remot
 }
 
 // master returns a connection to the first control-plane node that answers.
-func (s *session) master(ctx context.Context) (*remote.Client, error) {
+func (s *session) master(ctx context.Context) (*remote.Session, error) {
 	var errs []error
 	for i, m := range s.c.Masters {
 		wait := s.d.o.NodeWait
