@@ -22,6 +22,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/notify"
 	"github.com/mini-vnfm/mini-vnfm/internal/packages"
 	"github.com/mini-vnfm/mini-vnfm/internal/sol013"
+	"github.com/mini-vnfm/mini-vnfm/internal/vims"
 	"github.com/mini-vnfm/mini-vnfm/openapi"
 )
 
@@ -31,6 +32,8 @@ const APIVersion = "1.3.0"
 // Config wires the HTTP API.
 type Config struct {
 	Service *lcm.Service
+	// Vims serves /v1.0/vims (nil: the Service's registry).
+	Vims *vims.Registry
 	// EndpointURL is the externally visible base URL used in Location and _links.
 	EndpointURL string
 	Logger      *slog.Logger
@@ -63,6 +66,7 @@ type Config struct {
 type API struct {
 	cfg                                             Config
 	svc                                             *lcm.Service
+	vims                                            *vims.Registry
 	log                                             *slog.Logger
 	base                                            string
 	validator                                       *openapi.RequestValidator
@@ -101,7 +105,10 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api: validator: %w", err)
 	}
-	a := &API{cfg: cfg, svc: cfg.Service, log: cfg.Logger.With("component", "api"),
+	if cfg.Vims == nil && cfg.Service != nil {
+		cfg.Vims = cfg.Service.Vims()
+	}
+	a := &API{cfg: cfg, svc: cfg.Service, vims: cfg.Vims, log: cfg.Logger.With("component", "api"),
 		base: strings.TrimRight(cfg.EndpointURL, "/"), validator: v, uploads: newUploadLimiter(cfg.Uploads, cfg.UploadsPerClient)}
 	if a.instFields, err = schemaFields(doc, "VnfInstance", "_links"); err != nil {
 		return nil, err

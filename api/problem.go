@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/reqerr"
 	"github.com/mini-vnfm/mini-vnfm/internal/sol013"
 )
 
@@ -27,7 +27,7 @@ func problemf(status int, detail string) *problem { return &problem{status: stat
 func (a *API) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		p   *problem
-		le  *lcm.Error
+		le  *reqerr.Error
 		pe  *sol013.ParseError
 		se  *sol013.SelectorError
 		ve  *sol013.ValidationError
@@ -40,7 +40,7 @@ func (a *API) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 			w.Header()[k] = v
 		}
 	case errors.As(err, &le):
-		out = model.ProblemDetails{Status: lcmStatus(le.Kind), Detail: le.Detail}
+		out = model.ProblemDetails{Status: statusOf(le.Kind), Detail: le.Detail}
 	case errors.As(err, &pe), errors.As(err, &ve):
 		out = model.ProblemDetails{Status: http.StatusBadRequest, Detail: err.Error()}
 	case errors.As(err, &se):
@@ -66,19 +66,19 @@ func writeProblemDetails(w http.ResponseWriter, pd model.ProblemDetails) {
 	_, _ = w.Write(b)
 }
 
-func lcmStatus(k lcm.Kind) int {
+func statusOf(k reqerr.Kind) int {
 	switch k {
-	case lcm.KindInvalid:
+	case reqerr.Invalid:
 		return http.StatusBadRequest
-	case lcm.KindNotFound, lcm.KindNotSupported:
+	case reqerr.NotFound, reqerr.NotSupported:
 		return http.StatusNotFound
-	case lcm.KindConflict:
+	case reqerr.Conflict:
 		return http.StatusConflict
-	case lcm.KindPrecondition:
+	case reqerr.Precondition:
 		return http.StatusPreconditionFailed
-	case lcm.KindUnprocessable:
+	case reqerr.Unprocessable:
 		return http.StatusUnprocessableEntity
-	case lcm.KindNotAcceptable:
+	case reqerr.NotAcceptable:
 		return http.StatusNotAcceptable
 	}
 	return http.StatusInternalServerError

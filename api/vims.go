@@ -10,10 +10,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 	"github.com/mini-vnfm/mini-vnfm/internal/vim"
+	"github.com/mini-vnfm/mini-vnfm/internal/vims"
 )
 
 // The VIM registry: Tacker's legacy NFVO resource /v1.0/vims, which the
@@ -50,7 +50,7 @@ func vimDoc(v *store.Vim) map[string]any {
 	cred := make(map[string]any, len(v.Auth.AuthCred))
 	for k, val := range v.Auth.AuthCred {
 		s, isStr := val.(string)
-		if lcm.IsPublicCredKey(k) && !(isStr && secrets.IsSealed(s)) {
+		if vims.IsPublicCredKey(k) && !(isStr && secrets.IsSealed(s)) {
 			cred[k] = val
 		} else {
 			cred[k] = secrets.Mask
@@ -144,7 +144,7 @@ func (a *API) registerVim(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, err)
 		return
 	}
-	v, err := a.svc.RegisterVim(r.Context(), body, verify)
+	v, err := a.vims.Register(r.Context(), body, verify)
 	if err != nil {
 		a.writeProblem(w, r, err)
 		return
@@ -159,7 +159,7 @@ func (a *API) listVims(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, err)
 		return
 	}
-	vims, err := a.svc.ListVims(r.Context(), store.VimFilter{IDs: q["id"], Names: q["name"], Types: q["type"]})
+	vims, err := a.vims.List(r.Context(), store.VimFilter{IDs: q["id"], Names: q["name"], Types: q["type"]})
 	if err != nil {
 		a.writeProblem(w, r, err)
 		return
@@ -177,7 +177,7 @@ func (a *API) showVim(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, err)
 		return
 	}
-	v, err := a.svc.GetVim(r.Context(), vimID(r))
+	v, err := a.vims.Get(r.Context(), vimID(r))
 	if err != nil {
 		a.writeProblem(w, r, err)
 		return
@@ -201,7 +201,7 @@ func (a *API) updateVim(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, err)
 		return
 	}
-	v, err := a.svc.UpdateVim(r.Context(), vimID(r), body, verify)
+	v, err := a.vims.Update(r.Context(), vimID(r), body, verify)
 	if err != nil {
 		a.writeProblem(w, r, err)
 		return
@@ -214,7 +214,7 @@ func (a *API) deleteVim(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, err)
 		return
 	}
-	if err := a.svc.DeleteVim(r.Context(), vimID(r)); err != nil {
+	if err := a.vims.Delete(r.Context(), vimID(r)); err != nil {
 		a.writeProblem(w, r, err)
 		return
 	}

@@ -15,9 +15,9 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/auth"
 	"github.com/mini-vnfm/mini-vnfm/internal/config"
-	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/vims"
 )
 
 // version is set at build time (-ldflags "-X main.version=...").
@@ -317,7 +317,7 @@ func rotateSecrets() error {
 		return err
 	}
 	defer st.Close()
-	n, err := lcm.NewService(lcm.Config{Store: st, Box: box, Logger: log}).RotateVimKeys(ctx)
+	n, err := vims.New(vims.Config{Store: st, Box: box, Logger: log}).RotateKeys(ctx)
 	if err != nil {
 		return err
 	}

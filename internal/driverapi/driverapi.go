@@ -8,9 +8,34 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 )
+
+// vimConnectionInfo.vimType of the VIMs this VNFM knows, as the ETSI
+// NFV-SOL003 VIM connection info registry names them (Tacker v2 uses the
+// same names; Tacker v1 requests say "openstack" / "kubernetes", see
+// NormalizeVimType). The engine picks an operation's infra driver by it.
+const (
+	VimTypeOpenStack  = "ETSINFV.OPENSTACK_KEYSTONE.V_3"
+	VimTypeKubernetes = "ETSINFV.KUBERNETES.V_1"
+)
+
+// NormalizeVimType maps the VIM type names clients use to the registry's:
+// "openstack" (Tacker v1, any case) and ETSINFV.OPENSTACK_KEYSTONE.V_3 (any
+// case of the suffix) to VimTypeOpenStack, "kubernetes" and
+// ETSINFV.KUBERNETES.V_1 to VimTypeKubernetes. Other values are returned
+// unchanged.
+func NormalizeVimType(t string) string {
+	switch strings.ToUpper(strings.TrimSpace(t)) {
+	case "OPENSTACK", "ETSINFV.OPENSTACK_KEYSTONE.V_3", "ETSINFV.OPENSTACK_KEYSTONE.V3":
+		return VimTypeOpenStack
+	case "KUBERNETES", "ETSINFV.KUBERNETES.V_1", "ETSINFV.KUBERNETES.V1":
+		return VimTypeKubernetes
+	}
+	return t
+}
 
 // Op is one operation as a driver sees it. Drivers change Instance (the
 // engine's working copy) and ResourceChanges; the engine persists both after

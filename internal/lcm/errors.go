@@ -2,38 +2,29 @@ package lcm
 
 import (
 	"errors"
-	"fmt"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/reqerr"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
 
-// Error kinds the API maps to HTTP status codes.
-type Kind int
+// Error is a refused LCM request (reqerr.Error).
+type Error = reqerr.Error
 
-// Kinds of Error.
+// Kind classifies a refused request (reqerr.Kind).
+type Kind = reqerr.Kind
+
+// Kinds of Error, as reqerr names them.
 const (
-	KindInvalid       Kind = iota + 1 // 400: the request is wrong
-	KindNotFound                      // 404
-	KindConflict                      // 409: the resource's state forbids it
-	KindPrecondition                  // 412: If-Match mismatch
-	KindUnprocessable                 // 422: well-formed but refers to something unusable
-	KindNotSupported                  // 404 with a detail, as SOL003 asks for unsupported tasks
-	KindNotAcceptable                 // 406: the resource exists but not in the asked-for media type
+	KindInvalid       = reqerr.Invalid
+	KindNotFound      = reqerr.NotFound
+	KindConflict      = reqerr.Conflict
+	KindPrecondition  = reqerr.Precondition
+	KindUnprocessable = reqerr.Unprocessable
+	KindNotSupported  = reqerr.NotSupported
+	KindNotAcceptable = reqerr.NotAcceptable
 )
 
-// Error is an LCM request error with a detail written for the caller.
-type Error struct {
-	Kind   Kind
-	Detail string
-	Err    error
-}
-
-func (e *Error) Error() string { return e.Detail }
-func (e *Error) Unwrap() error { return e.Err }
-
-func errorf(k Kind, format string, a ...any) *Error {
-	return &Error{Kind: k, Detail: fmt.Sprintf(format, a...)}
-}
+func errorf(k Kind, format string, a ...any) *Error { return reqerr.Errorf(k, format, a...) }
 
 // fromStore converts store errors into request errors.
 func fromStore(err error, what string) error {

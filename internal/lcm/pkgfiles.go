@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg"
 )
@@ -56,20 +55,4 @@ func (p *pkgFiles) HeatTemplate(flavourID string) (string, []byte, map[string]st
 		return "", nil, nil, err
 	}
 	return ht.Path, ht.Template, ht.Files, nil
-}
-
-// vimRegistry adapts the Service's VIM registry for drivers.
-type vimRegistry struct{ s *Service }
-
-func (v vimRegistry) RegisterKubernetesVim(ctx context.Context, k driverapi.KubernetesVim) (string, error) {
-	vim, err := v.s.RegisterKubernetesVim(ctx, KubernetesVim{Name: k.Name, Description: k.Description, AuthURL: k.AuthURL,
-		BearerToken: k.BearerToken, SSLCACert: k.SSLCACert, Insecure: k.Insecure, Namespace: k.Namespace, Extra: k.Extra, Verify: k.Verify})
-	if err != nil {
-		return "", err
-	}
-	return vim.ID, nil
-}
-
-func (v vimRegistry) RemoveKubernetesVim(ctx context.Context, name, owner string) error {
-	return v.s.RemoveKubernetesVim(ctx, name, owner)
 }

@@ -317,7 +317,7 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 		Request: req, AdditionalParams: additionalParams(req), Previous: w.Previous, Scratch: w.Scratch,
 		ResourceChanges: w.ResourceChanges, ChangedInfo: w.ChangedInfo, ChangedExtConnectivity: w.ChangedExtConnectivity,
 		Log: r.log, CancelRequested: r.cancelRequested, Package: &pkgFiles{st: svc.st, pkgID: w.Instance.VnfPkgID},
-		Vims: vimRegistry{svc}}
+		Vims: svc.vims}
 	if dop.Previous == nil {
 		dop.Previous = map[string]json.RawMessage{}
 	}
@@ -329,7 +329,7 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	}
 	if fresh {
 		if req, ok := dop.Request.(*model.InstantiateVnfRequest); ok {
-			vims, err := svc.resolveVims(ctx, req.VimConnectionInfo)
+			vims, err := svc.vims.Resolve(ctx, req.VimConnectionInfo)
 			if err != nil {
 				return nil, nil, err
 			}

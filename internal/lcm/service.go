@@ -20,6 +20,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/vims"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
 )
 
@@ -29,24 +30,27 @@ type InfraResolver func(vimType string) (driverapi.InfraDriver, bool)
 
 // Config wires the LCM service and engine.
 type Config struct {
-	Store  *store.Store
-	Box    *secrets.Box
-	Mgmt   *mgmtdrivers.Registry
-	Infra  InfraResolver
+	Store *store.Store
+	Box   *secrets.Box
+	Mgmt  *mgmtdrivers.Registry
+	Infra InfraResolver
+	// Vims is the VIM registry (nil: one on Store with Box).
+	Vims   *vims.Registry
 	Logger *slog.Logger
 	// Outbound is the policy VIM verification goes through (nil: the zero
-	// policy, which refuses loopback and private addresses).
+	// policy, which refuses loopback and private addresses); used for the
+	// registry made when Vims is nil.
 	Outbound *outbound.Policy
 }
 
 // Service validates LCM requests and turns them into op occurrences.
 type Service struct {
-	outbound *outbound.Policy
-	st       *store.Store
-	box      *secrets.Box
-	mgmt     *mgmtdrivers.Registry
-	infra    InfraResolver
-	log      *slog.Logger
+	st    *store.Store
+	box   *secrets.Box
+	mgmt  *mgmtdrivers.Registry
+	infra InfraResolver
+	vims  *vims.Registry
+	log   *slog.Logger
 }
 
 // NewService builds a Service.
@@ -57,8 +61,14 @@ func NewService(c Config) *Service {
 	if c.Infra == nil {
 		c.Infra = func(string) (driverapi.InfraDriver, bool) { return nil, false }
 	}
-	return &Service{st: c.Store, box: c.Box, mgmt: c.Mgmt, infra: c.Infra, log: c.Logger, outbound: c.Outbound}
+	if c.Vims == nil {
+		c.Vims = vims.New(vims.Config{Store: c.Store, Box: c.Box, Logger: c.Logger, Outbound: c.Outbound})
+	}
+	return &Service{st: c.Store, box: c.Box, mgmt: c.Mgmt, infra: c.Infra, vims: c.Vims, log: c.Logger}
 }
+
+// Vims is the service's VIM registry.
+func (s *Service) Vims() *vims.Registry { return s.vims }
 
 // decodeStrict decodes a request body into a typed view. Unknown members are
 // allowed (Tacker compatibility); type errors are reported for people.
@@ -287,7 +297,7 @@ func (s *Service) Instantiate(ctx context.Context, id string, raw []byte) (*stor
 	}
 	// Resolve now to reject unknown VIMs; the engine resolves again when it
 	// starts, so a VIM's current credentials are used.
-	vims, err := s.resolveVims(ctx, req.VimConnectionInfo)
+	vims, err := s.vims.Resolve(ctx, req.VimConnectionInfo)
 	if err != nil {
 		return nil, err
 	}

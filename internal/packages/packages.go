@@ -25,9 +25,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
+	"github.com/mini-vnfm/mini-vnfm/internal/reqerr"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
@@ -100,7 +100,7 @@ func New(c Config) *Service {
 func (s *Service) MaxBytes() int64 { return s.cfg.MaxBytes }
 
 func notFound(id string) error {
-	return &lcm.Error{Kind: lcm.KindNotFound, Detail: fmt.Sprintf("VNF package %s does not exist; list packages with GET /vnfpkgm/v1/vnf_packages", id)}
+	return &reqerr.Error{Kind: reqerr.NotFound, Detail: fmt.Sprintf("VNF package %s does not exist; list packages with GET /vnfpkgm/v1/vnf_packages", id)}
 }
 
 func validID(id string) bool { _, err := uuid.Parse(id); return err == nil && len(id) == 36 }
@@ -113,7 +113,7 @@ func mapErr(err error, id string) error {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound(id)
 	case errors.As(err, &ce):
-		return &lcm.Error{Kind: lcm.KindConflict, Detail: ce.Reason, Err: err}
+		return &reqerr.Error{Kind: reqerr.Conflict, Detail: ce.Reason, Err: err}
 	}
 	return err
 }
@@ -143,10 +143,10 @@ func (s *Service) Update(ctx context.Context, id string, u store.PackageUpdate) 
 		return nil, notFound(id)
 	}
 	if u.OperationalState != "" && u.OperationalState != model.Enabled && u.OperationalState != model.Disabled {
-		return nil, &lcm.Error{Kind: lcm.KindInvalid, Detail: `"operationalState" must be ENABLED or DISABLED`}
+		return nil, &reqerr.Error{Kind: reqerr.Invalid, Detail: `"operationalState" must be ENABLED or DISABLED`}
 	}
 	if u.OperationalState == "" && u.UserDefinedData == nil {
-		return nil, &lcm.Error{Kind: lcm.KindInvalid, Detail: `give "operationalState" and/or "userDefinedData"`}
+		return nil, &reqerr.Error{Kind: reqerr.Invalid, Detail: `give "operationalState" and/or "userDefinedData"`}
 	}
 	p, err := s.st.UpdatePackage(ctx, id, u)
 	return p, mapErr(err, id)
@@ -166,7 +166,7 @@ func (s *Service) Upload(ctx context.Context, id string, content []byte) error {
 		return notFound(id)
 	}
 	if len(content) == 0 {
-		return &lcm.Error{Kind: lcm.KindInvalid, Detail: "the request body is empty; send the CSAR (a ZIP file) with Content-Type: application/zip"}
+		return &reqerr.Error{Kind: reqerr.Invalid, Detail: "the request body is empty; send the CSAR (a ZIP file) with Content-Type: application/zip"}
 	}
 	sum := sha256.Sum256(content)
 	if _, err := s.st.StartOnboarding(ctx, id, s.owner, s.cfg.Lease, content, hex.EncodeToString(sum[:]), nil); err != nil {
@@ -190,14 +190,14 @@ func (s *Service) UploadFromURI(ctx context.Context, id string, raw []byte) erro
 	}
 	var src source
 	if err := json.Unmarshal(raw, &src); err != nil || src.AddressInformation == "" {
-		return &lcm.Error{Kind: lcm.KindInvalid, Detail: `request body must be {"addressInformation": "<http(s) URL of the CSAR>", "userName"?, "password"?}`}
+		return &reqerr.Error{Kind: reqerr.Invalid, Detail: `request body must be {"addressInformation": "<http(s) URL of the CSAR>", "userName"?, "password"?}`}
 	}
 	u, err := url.Parse(src.AddressInformation)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &lcm.Error{Kind: lcm.KindInvalid, Detail: fmt.Sprintf("addressInformation %q is not an http(s) URL", src.AddressInformation)}
+		return &reqerr.Error{Kind: reqerr.Invalid, Detail: fmt.Sprintf("addressInformation %q is not an http(s) URL", src.AddressInformation)}
 	}
 	if err := s.cfg.Outbound.CheckURL(ctx, src.AddressInformation); err != nil {
-		return &lcm.Error{Kind: lcm.KindUnprocessable, Detail: "addressInformation: " + err.Error()}
+		return &reqerr.Error{Kind: reqerr.Unprocessable, Detail: "addressInformation: " + err.Error()}
 	}
 	sealed, err := s.cfg.Box.SealJSON(raw)
 	if err != nil {
@@ -354,7 +354,7 @@ func (s *Service) Content(ctx context.Context, id string) ([]byte, error) {
 		return nil, err
 	}
 	if p.OnboardingState != model.Onboarded {
-		return nil, &lcm.Error{Kind: lcm.KindConflict, Detail: fmt.Sprintf("VNF package %s is %s; its content is available once ONBOARDED", id, p.OnboardingState)}
+		return nil, &reqerr.Error{Kind: reqerr.Conflict, Detail: fmt.Sprintf("VNF package %s is %s; its content is available once ONBOARDED", id, p.OnboardingState)}
 	}
 	b, err := s.st.PackageContent(ctx, id)
 	return b, mapErr(err, id)
@@ -386,7 +386,7 @@ func (s *Service) VNFD(ctx context.Context, id string, wantText, wantZip bool) (
 	files := p.VnfdFiles
 	if wantText && (len(files) == 1 || !wantZip) {
 		if len(files) != 1 {
-			return nil, "", &lcm.Error{Kind: lcm.KindNotAcceptable, Detail: fmt.Sprintf("the VNFD of package %s consists of %d files; ask for application/zip", id, len(files))}
+			return nil, "", &reqerr.Error{Kind: reqerr.NotAcceptable, Detail: fmt.Sprintf("the VNFD of package %s consists of %d files; ask for application/zip", id, len(files))}
 		}
 		b, err := readZipFile(zr, files[0])
 		return b, "text/plain", err
@@ -420,11 +420,11 @@ func (s *Service) Artifact(ctx context.Context, id, name string) ([]byte, error)
 	}
 	clean := path.Clean("/" + name)[1:]
 	if clean == "" || strings.HasSuffix(name, "/") {
-		return nil, &lcm.Error{Kind: lcm.KindNotFound, Detail: "give the artifact path inside the package, e.g. Scripts/install.sh"}
+		return nil, &reqerr.Error{Kind: reqerr.NotFound, Detail: "give the artifact path inside the package, e.g. Scripts/install.sh"}
 	}
 	b, err := readZipFile(zr, clean)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, &lcm.Error{Kind: lcm.KindNotFound, Detail: fmt.Sprintf("VNF package %s has no artifact %q", id, clean)}
+		return nil, &reqerr.Error{Kind: reqerr.NotFound, Detail: fmt.Sprintf("VNF package %s has no artifact %q", id, clean)}
 	}
 	return b, err
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
+	"github.com/mini-vnfm/mini-vnfm/internal/vims"
 )
 
 // NewInfraResolver returns the resolver of the built-in infra drivers: the
@@ -16,7 +17,7 @@ func NewInfraResolver(os *openstack.Driver, next lcm.InfraResolver) lcm.InfraRes
 		os = openstack.New(openstack.Options{})
 	}
 	return func(vimType string) (driverapi.InfraDriver, bool) {
-		if vimType != "" && lcm.NormalizeVimType(vimType) == lcm.VimTypeOpenStack {
+		if vimType != "" && vims.NormalizeVimType(vimType) == vims.VimTypeOpenStack {
 			return os, true
 		}
 		if next != nil {

@@ -26,13 +26,13 @@ const SimVimName = "simulator"
 // provisionSimCloud registers the embedded simulator as the default VIM and
 // onboards the sample packages, idempotently: on every start of make run.
 func provisionSimCloud(ctx context.Context, log *slog.Logger, svc *lcm.Service, pkgs *packages.Service, c *simcloud.Cloud) error {
-	vims, err := svc.ListVims(ctx, store.VimFilter{Names: []string{SimVimName}})
+	vims, err := svc.Vims().List(ctx, store.VimFilter{Names: []string{SimVimName}})
 	if err != nil {
 		return err
 	}
 	if len(vims) == 1 && vims[0].AuthURL != c.URL+"/v3" {
 		// The simulator came up on another port: replace the registration.
-		if err := svc.DeleteVim(ctx, vims[0].ID); err != nil {
+		if err := svc.Vims().Delete(ctx, vims[0].ID); err != nil {
 			log.Warn("the simulator's VIM points at an old address and is in use; register the new address by hand",
 				"vim", SimVimName, "old", vims[0].AuthURL, "new", c.URL+"/v3", "err", err)
 		} else {
@@ -40,7 +40,7 @@ func provisionSimCloud(ctx context.Context, log *slog.Logger, svc *lcm.Service, 
 		}
 	}
 	if len(vims) == 0 {
-		if _, err := svc.RegisterVim(ctx, c.VimRegistration(SimVimName), true); err != nil {
+		if _, err := svc.Vims().Register(ctx, c.VimRegistration(SimVimName), true); err != nil {
 			return fmt.Errorf("registering the simulator as a VIM: %w", err)
 		}
 		log.Info("registered the OpenStack simulator as the default VIM", "name", SimVimName, "authUrl", c.URL+"/v3")

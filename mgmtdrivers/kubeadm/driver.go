@@ -33,9 +33,8 @@ import (
 // mgmt-drivers-kubernetes).
 const Name = "kubeadm"
 
-// VimTypeKubernetes is the vimType of the cluster's vimConnectionInfo entry
-// (lcm.VimTypeKubernetes; the registry's name for Tacker's "kubernetes").
-const VimTypeKubernetes = "ETSINFV.KUBERNETES.V_1"
+// VimTypeKubernetes is the vimType of the cluster's vimConnectionInfo entry.
+const VimTypeKubernetes = driverapi.VimTypeKubernetes
 
 // Scratch keys (op.Scratch).
 const (

@@ -18,7 +18,6 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
 	"github.com/mini-vnfm/mini-vnfm/internal/k8sstandin"
-	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
 )
@@ -253,12 +252,6 @@ func TestDrainError(t *testing.T) {
 	if s := e.Error(); !strings.Contains(s, "node w1 was not drained within 5m0s") || !strings.Contains(s, "pods that blocked: default/db-0, prod/api-1") ||
 		!strings.Contains(s, `drain_policy "force"`) {
 		t.Errorf("%s", s)
-	}
-}
-
-func TestVimType(t *testing.T) {
-	if VimTypeKubernetes != lcm.VimTypeKubernetes {
-		t.Errorf("VimTypeKubernetes %q, the registry says %q", VimTypeKubernetes, lcm.VimTypeKubernetes)
 	}
 }
 

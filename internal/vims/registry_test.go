@@ -1,7 +1,4 @@
-package lcm
-
-// Internal test: resolveVims is unexported until the lead wires it into
-// Instantiate. TestMain (pgtest) lives in engine_test.go.
+package vims
 
 import (
 	"context"
@@ -9,24 +6,31 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
+	"github.com/mini-vnfm/mini-vnfm/internal/reqerr"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 	"github.com/mini-vnfm/mini-vnfm/internal/vim/vimtest"
 )
 
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Main(m, func(ctx context.Context, url string) error { return store.MigrateUp(ctx, url) }))
+}
+
 type vimWorld struct {
 	t   *testing.T
 	st  *store.Store
-	svc *Service
+	svc *Registry
 	ks  *vimtest.Keystone
 	k8s *vimtest.Kubernetes
 }
@@ -43,7 +47,7 @@ func newVimWorld(t *testing.T, keys ...[]byte) *vimWorld {
 	return w
 }
 
-func (w *vimWorld) service(keys ...[]byte) *Service {
+func (w *vimWorld) service(keys ...[]byte) *Registry {
 	w.t.Helper()
 	if len(keys) == 0 {
 		k, _ := secrets.ParseKey(secrets.NewKey())
@@ -53,7 +57,7 @@ func (w *vimWorld) service(keys ...[]byte) *Service {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return NewService(Config{Store: w.st, Box: box, Logger: slog.New(slog.DiscardHandler),
+	return New(Config{Store: w.st, Box: box, Logger: slog.New(slog.DiscardHandler),
 		Outbound: &outbound.Policy{AllowLoopback: true, ConnectTimeout: 200 * time.Millisecond}}) // the test's Keystone and API server are on 127.0.0.1
 }
 
@@ -73,9 +77,9 @@ func (w *vimWorld) k8sBody(name, token string) string {
 		`"auth_cred":{"bearer_token":"` + token + `","ssl_ca_cert":` + string(ca) + `},"name":"` + name + `","is_default":false}`
 }
 
-func wantKind(t *testing.T, err error, kind Kind, detail string) {
+func wantKind(t *testing.T, err error, kind reqerr.Kind, detail string) {
 	t.Helper()
-	var le *Error
+	var le *reqerr.Error
 	if !errors.As(err, &le) || le.Kind != kind || !strings.Contains(le.Detail, detail) {
 		t.Fatalf("err %v, want kind %d with %q", err, kind, detail)
 	}
@@ -93,7 +97,7 @@ func deadURL(t *testing.T) string {
 func TestRegisterVim(t *testing.T) {
 	ctx := context.Background()
 	w := newVimWorld(t)
-	v, err := w.svc.RegisterVim(ctx, []byte(w.openstackBody("os1", "devstack", "")), true)
+	v, err := w.svc.Register(ctx, []byte(w.openstackBody("os1", "devstack", "")), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +117,7 @@ func TestRegisterVim(t *testing.T) {
 		t.Fatalf("stored auth_cred %s key %s", cred, keyID)
 	}
 
-	k, err := w.svc.RegisterVim(ctx, []byte(w.k8sBody("k1", "tok123")), true)
+	k, err := w.svc.Register(ctx, []byte(w.k8sBody("k1", "tok123")), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +131,7 @@ func TestRegisterVim(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string
 		verify     bool
-		kind       Kind
+		kind       reqerr.Kind
 		want       string
 	}{
 		{"wrong password", w.openstackBody("os2", "nope", ""), true, KindInvalid,
@@ -148,7 +152,7 @@ func TestRegisterVim(t *testing.T) {
 		{"bad extra.verify", w.openstackBody("x", "devstack", `{"verify":"perhaps"}`), true, KindInvalid, "vim.extra.verify must be true or false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := w.svc.RegisterVim(ctx, []byte(tc.body), tc.verify)
+			_, err := w.svc.Register(ctx, []byte(tc.body), tc.verify)
 			wantKind(t, err, tc.kind, tc.want)
 			if strings.Contains(err.Error(), "devstack") || strings.Contains(err.Error(), "nope") {
 				t.Fatalf("error leaks a credential: %v", err)
@@ -168,7 +172,7 @@ func TestRegisterVim(t *testing.T) {
 		{"caller verify=false", strings.Replace(w.openstackBody("off2", "devstack", ""), w.ks.URL(), deadURL(t), 1), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := w.svc.RegisterVim(ctx, []byte(tc.body), tc.verify)
+			v, err := w.svc.Register(ctx, []byte(tc.body), tc.verify)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,14 +189,14 @@ func TestRegisterVim(t *testing.T) {
 func TestUpdateAndDeleteVim(t *testing.T) {
 	ctx := context.Background()
 	w := newVimWorld(t)
-	v, err := w.svc.RegisterVim(ctx, []byte(w.openstackBody("os1", "devstack", "")), true)
+	v, err := w.svc.Register(ctx, []byte(w.openstackBody("os1", "devstack", "")), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tokens := w.ks.Tokens.Load()
 
 	// Name, description, default: no verification.
-	u, err := w.svc.UpdateVim(ctx, v.ID, []byte(`{"name":"os1b","description":"new","is_default":true}`), true)
+	u, err := w.svc.Update(ctx, v.ID, []byte(`{"name":"os1b","description":"new","is_default":true}`), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +205,7 @@ func TestUpdateAndDeleteVim(t *testing.T) {
 	}
 	// The CLI's vim set --config-file: full auth_cred; a masked or empty
 	// password keeps the stored one, and the access data is verified again.
-	u, err = w.svc.UpdateVim(ctx, v.ID, []byte(`{"vim_project":{"name":"nfv","project_domain_name":"Default"},`+
+	u, err = w.svc.Update(ctx, v.ID, []byte(`{"vim_project":{"name":"nfv","project_domain_name":"Default"},`+
 		`"auth_cred":{"username":"nfv_user","password":"******","user_domain_name":"Default","cert_verify":"True"}}`), true)
 	if err != nil {
 		t.Fatal(err)
@@ -209,13 +213,13 @@ func TestUpdateAndDeleteVim(t *testing.T) {
 	if w.ks.Tokens.Load() != tokens+1 || u.Status != VimStatusActive {
 		t.Fatalf("re-verification: tokens %d status %s", w.ks.Tokens.Load(), u.Status)
 	}
-	conn, err := w.svc.resolveVims(ctx, []model.VimConnectionInfo{{ID: "c", VimID: v.ID}})
+	conn, err := w.svc.Resolve(ctx, []model.VimConnectionInfo{{ID: "c", VimID: v.ID}})
 	if err != nil || conn[0].AccessInfo["password"] != "devstack" {
 		t.Fatalf("password after a masked update: %v %v", conn, err)
 	}
 	for _, tc := range []struct {
 		name, body string
-		kind       Kind
+		kind       reqerr.Kind
 		want       string
 	}{
 		{"wrong new password", `{"auth_cred":{"username":"nfv_user","password":"bad","user_domain_name":"Default"}}`, KindInvalid, "Keystone rejected the credentials"},
@@ -225,15 +229,15 @@ func TestUpdateAndDeleteVim(t *testing.T) {
 		{"unknown attribute", `{"status":"x"}`, KindInvalid, "unsupported attribute(s) status"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := w.svc.UpdateVim(ctx, v.ID, []byte(tc.body), true)
+			_, err := w.svc.Update(ctx, v.ID, []byte(tc.body), true)
 			wantKind(t, err, tc.kind, tc.want)
 		})
 	}
-	if _, err := w.svc.UpdateVim(ctx, uuid.NewString(), []byte(`{"name":"x"}`), true); err == nil {
+	if _, err := w.svc.Update(ctx, uuid.NewString(), []byte(`{"name":"x"}`), true); err == nil {
 		t.Fatal("update of a missing VIM succeeded")
 	}
 	// Same auth_url and type may be repeated.
-	if _, err := w.svc.UpdateVim(ctx, v.ID, []byte(`{"auth_url":"`+w.ks.URL()+`","type":"openstack"}`), true); err != nil {
+	if _, err := w.svc.Update(ctx, v.ID, []byte(`{"auth_url":"`+w.ks.URL()+`","type":"openstack"}`), true); err != nil {
 		t.Fatal(err)
 	}
 
@@ -243,29 +247,29 @@ func TestUpdateAndDeleteVim(t *testing.T) {
 	if _, err := w.st.CreateInstance(ctx, inst); err != nil {
 		t.Fatal(err)
 	}
-	wantKind(t, w.svc.DeleteVim(ctx, v.ID), KindConflict, "VNF instance(s) "+inst.ID+" refer to it")
+	wantKind(t, w.svc.Delete(ctx, v.ID), KindConflict, "VNF instance(s) "+inst.ID+" refer to it")
 	if _, err := w.st.DeleteInstance(ctx, inst.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.svc.DeleteVim(ctx, v.ID); err != nil {
+	if err := w.svc.Delete(ctx, v.ID); err != nil {
 		t.Fatal(err)
 	}
-	wantKind(t, w.svc.DeleteVim(ctx, v.ID), KindNotFound, "VIM "+v.ID+" does not exist")
-	_, err = w.svc.GetVim(ctx, v.ID)
+	wantKind(t, w.svc.Delete(ctx, v.ID), KindNotFound, "VIM "+v.ID+" does not exist")
+	_, err = w.svc.Get(ctx, v.ID)
 	wantKind(t, err, KindNotFound, "does not exist")
 }
 
 func TestResolveVims(t *testing.T) {
 	ctx := context.Background()
 	w := newVimWorld(t)
-	if got, err := w.svc.resolveVims(ctx, nil); got != nil || err != nil {
+	if got, err := w.svc.Resolve(ctx, nil); got != nil || err != nil {
 		t.Fatalf("no VIMs, empty request: %v %v", got, err)
 	}
-	os1, err := w.svc.RegisterVim(ctx, []byte(strings.Replace(w.openstackBody("os1", "devstack", ""), `"is_default":false`, `"is_default":true`, 1)), true)
+	os1, err := w.svc.Register(ctx, []byte(strings.Replace(w.openstackBody("os1", "devstack", ""), `"is_default":false`, `"is_default":true`, 1)), true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k1, err := w.svc.RegisterVim(ctx, []byte(w.k8sBody("k1", "tok123")), true)
+	k1, err := w.svc.Register(ctx, []byte(w.k8sBody("k1", "tok123")), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +331,7 @@ func TestResolveVims(t *testing.T) {
 			"vimConnectionInfo[0].accessInfo.username"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := w.svc.resolveVims(ctx, tc.req)
+			got, err := w.svc.Resolve(ctx, tc.req)
 			if tc.err != "" {
 				kind := KindInvalid
 				if strings.Contains(tc.err, "Info.") || strings.Contains(tc.err, "another CA") {
@@ -352,22 +356,22 @@ func TestKubernetesVimForDrivers(t *testing.T) {
 	ctx := context.Background()
 	w := newVimWorld(t)
 	ca := w.k8s.CAPEM()
-	k := KubernetesVim{Name: "kubernetes_vim_x", AuthURL: w.k8s.URL(), BearerToken: "tok123", SSLCACert: ca, Verify: true}
-	v1, err := w.svc.RegisterKubernetesVim(ctx, k)
+	k := driverapi.KubernetesVim{Name: "kubernetes_vim_x", AuthURL: w.k8s.URL(), BearerToken: "tok123", SSLCACert: ca, Verify: true}
+	v1, err := w.svc.registerKubernetes(ctx, k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Again (a retried instantiate_end), with a new token: same VIM, new credentials.
 	w.k8s.Token = "tok456"
 	k.BearerToken = "tok456"
-	v2, err := w.svc.RegisterKubernetesVim(ctx, k)
+	v2, err := w.svc.registerKubernetes(ctx, k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v2.ID != v1.ID {
 		t.Fatalf("second registration made another VIM: %s %s", v1.ID, v2.ID)
 	}
-	conn, err := w.svc.resolveVims(ctx, []model.VimConnectionInfo{{ID: "k", VimID: v1.ID}})
+	conn, err := w.svc.Resolve(ctx, []model.VimConnectionInfo{{ID: "k", VimID: v1.ID}})
 	if err != nil || conn[0].AccessInfo["bearer_token"] != "tok456" {
 		t.Fatalf("token after re-registration: %v %v", conn, err)
 	}
@@ -376,7 +380,7 @@ func TestKubernetesVimForDrivers(t *testing.T) {
 	_, err = w.svc.RegisterKubernetesVim(ctx, k)
 	wantKind(t, err, KindInvalid, "rejected the bearer token")
 	// Same name elsewhere is a conflict.
-	_, err = w.svc.RegisterKubernetesVim(ctx, KubernetesVim{Name: "kubernetes_vim_x", AuthURL: "https://10.0.0.9:6443", BearerToken: "t"})
+	_, err = w.svc.RegisterKubernetesVim(ctx, driverapi.KubernetesVim{Name: "kubernetes_vim_x", AuthURL: "https://10.0.0.9:6443", BearerToken: "t"})
 	wantKind(t, err, KindConflict, `a VIM named "kubernetes_vim_x" already exists`)
 
 	owner := &model.VnfInstance{ID: uuid.NewString(), VnfdID: "d", VnfProvider: "p", VnfProductName: "n", VnfSoftwareVersion: "1", VnfdVersion: "1",
@@ -406,32 +410,32 @@ func TestRotateVimKeys(t *testing.T) {
 	k1, _ := secrets.ParseKey(secrets.NewKey())
 	k2, _ := secrets.ParseKey(secrets.NewKey())
 	w := newVimWorld(t, k1)
-	v, err := w.svc.RegisterVim(ctx, []byte(w.openstackBody("os1", "devstack", `{"helm_password":"h3lm"}`)), true)
+	v, err := w.svc.Register(ctx, []byte(w.openstackBody("os1", "devstack", `{"helm_password":"h3lm"}`)), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A process with only the new key cannot use the VIM yet.
-	if _, err := w.service(k2).resolveVims(ctx, []model.VimConnectionInfo{{ID: "c", VimID: v.ID}}); err == nil {
+	if _, err := w.service(k2).Resolve(ctx, []model.VimConnectionInfo{{ID: "c", VimID: v.ID}}); err == nil {
 		t.Fatal("opened credentials without their key")
 	}
 	// ... but it can still rename it: the credentials stay sealed as they are.
-	if _, err := w.service(k2).UpdateVim(ctx, v.ID, []byte(`{"description":"renamed without the old key"}`), true); err != nil {
+	if _, err := w.service(k2).Update(ctx, v.ID, []byte(`{"description":"renamed without the old key"}`), true); err != nil {
 		t.Fatalf("rename without the sealing key: %v", err)
 	}
 	rotating := w.service(k2, k1)
-	n, err := rotating.RotateVimKeys(ctx)
+	n, err := rotating.RotateKeys(ctx)
 	if err != nil || n != 1 {
 		t.Fatalf("rotated %d %v", n, err)
 	}
-	if n, err := rotating.RotateVimKeys(ctx); err != nil || n != 0 {
+	if n, err := rotating.RotateKeys(ctx); err != nil || n != 0 {
 		t.Fatalf("second rotation %d %v", n, err)
 	}
 	onlyNew := w.service(k2)
-	conn, err := onlyNew.resolveVims(ctx, []model.VimConnectionInfo{{ID: "c", VimID: v.ID}})
+	conn, err := onlyNew.Resolve(ctx, []model.VimConnectionInfo{{ID: "c", VimID: v.ID}})
 	if err != nil || conn[0].AccessInfo["password"] != "devstack" {
 		t.Fatalf("after rotation: %v %v", conn, err)
 	}
-	got, _ := onlyNew.GetVim(ctx, v.ID)
+	got, _ := onlyNew.Get(ctx, v.ID)
 	extra, err := onlyNew.openExtra(got.Extra)
 	if err != nil || extra["helm_password"] != "h3lm" || got.Auth.KeyID != secrets.KeyID(k2) {
 		t.Fatalf("extra after rotation %v %v key %s", extra, err, got.Auth.KeyID)

@@ -1,4 +1,10 @@
-package lcm
+// Package vims is the VIM registry: Tacker's legacy /v1.0/vims resource
+// (register, show, list, update, delete, key rotation), the Kubernetes VIMs
+// management drivers register for the clusters they build
+// (driverapi.VimRegistry), and the resolution of an LCM request's
+// vimConnectionInfo into the access data of a registered VIM — stored
+// credentials bound to the VIM they were registered with.
+package vims
 
 import (
 	"bytes"
@@ -6,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/url"
 	"slices"
@@ -13,11 +20,43 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
+	"github.com/mini-vnfm/mini-vnfm/internal/reqerr"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 	"github.com/mini-vnfm/mini-vnfm/internal/vim"
 )
+
+// Registry is the VIM registry.
+type Registry struct {
+	st       *store.Store
+	box      *secrets.Box
+	log      *slog.Logger
+	outbound *outbound.Policy
+}
+
+// Config wires a Registry.
+type Config struct {
+	Store *store.Store
+	// Box seals and opens the credentials.
+	Box    *secrets.Box
+	Logger *slog.Logger
+	// Outbound is the policy VIM verification goes through (nil: the zero
+	// policy, which refuses loopback and private addresses).
+	Outbound *outbound.Policy
+}
+
+// New returns the registry.
+func New(c Config) *Registry {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return &Registry{st: c.Store, box: c.Box, log: c.Logger.With("component", "vims"), outbound: c.Outbound}
+}
+
+var _ driverapi.VimRegistry = (*Registry)(nil)
 
 // The VIM registry: Tacker's legacy /v1.0/vims resource. A VIM is stored in
 // vims (what may be shown) and vim_auths (credentials: every auth_cred value
@@ -26,34 +65,20 @@ import (
 // the caller opts out. Instantiate resolves vimConnectionInfo entries that
 // name a VIM by vimId into full access data (resolveVims).
 
-// vimConnectionInfo.vimType of the VIMs in the registry, as in the ETSI
-// NFV-SOL003 VIM connection info registry (Tacker v2 uses the same names;
-// Tacker v1 requests say "openstack" / "kubernetes", see NormalizeVimType).
+// vimConnectionInfo.vimType of the VIMs in the registry (driverapi's).
 const (
-	VimTypeOpenStack  = "ETSINFV.OPENSTACK_KEYSTONE.V_3"
-	VimTypeKubernetes = "ETSINFV.KUBERNETES.V_1"
+	VimTypeOpenStack  = driverapi.VimTypeOpenStack
+	VimTypeKubernetes = driverapi.VimTypeKubernetes
 )
+
+// NormalizeVimType is driverapi.NormalizeVimType.
+func NormalizeVimType(t string) string { return driverapi.NormalizeVimType(t) }
 
 // VIM status values.
 const (
 	VimStatusActive     = "ACTIVE"     // verified at registration or last credential change
 	VimStatusUnverified = "UNVERIFIED" // registered with verification skipped
 )
-
-// NormalizeVimType maps the VIM type names clients use to the registry names:
-// "openstack" (Tacker v1, any case) and ETSINFV.OPENSTACK_KEYSTONE.V_3 (any
-// case of the suffix) to VimTypeOpenStack, "kubernetes" and
-// ETSINFV.KUBERNETES.V_1 to VimTypeKubernetes. Other values are returned
-// unchanged.
-func NormalizeVimType(t string) string {
-	switch strings.ToUpper(strings.TrimSpace(t)) {
-	case "OPENSTACK", "ETSINFV.OPENSTACK_KEYSTONE.V_3", "ETSINFV.OPENSTACK_KEYSTONE.V3":
-		return VimTypeOpenStack
-	case "KUBERNETES", "ETSINFV.KUBERNETES.V_1", "ETSINFV.KUBERNETES.V1":
-		return VimTypeKubernetes
-	}
-	return t
-}
 
 func vimTypeOf(v *store.Vim) string {
 	if v.Type == store.VimKubernetes {
@@ -75,7 +100,7 @@ func IsPublicCredKey(key string) bool {
 	return slices.Contains(publicCredKeys, key) && !secrets.IsSecretKey(key)
 }
 
-func notFoundVim(id string) *Error {
+func notFoundVim(id string) *reqerr.Error {
 	return errorf(KindNotFound, "VIM %s does not exist; list VIMs with GET /v1.0/vims (openstack vim list)", id)
 }
 
@@ -225,7 +250,7 @@ func verifyCred(cred, extra map[string]any) map[string]any {
 }
 
 // verifyVim runs the registration check and returns the status and placement.
-func (s *Service) verifyVim(ctx context.Context, name, typ, authURL string, project, cred, extra map[string]any, skip bool) (string, map[string]any, error) {
+func (s *Registry) verify(ctx context.Context, name, typ, authURL string, project, cred, extra map[string]any, skip bool) (string, map[string]any, error) {
 	regions := []string{}
 	if skip {
 		if ns := vim.Str(project, "name"); typ == store.VimKubernetes && ns != "" {
@@ -264,7 +289,7 @@ func credValues(cred map[string]any) []string {
 }
 
 // sealCred seals every auth_cred value whose key is not public.
-func (s *Service) sealCred(cred map[string]any) (map[string]any, error) {
+func (s *Registry) sealCred(cred map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(cred))
 	for k, v := range cred {
 		if IsPublicCredKey(k) || v == nil {
@@ -285,7 +310,7 @@ func (s *Service) sealCred(cred map[string]any) (map[string]any, error) {
 }
 
 // openCred reverses sealCred.
-func (s *Service) openCred(cred map[string]any) (map[string]any, error) {
+func (s *Registry) openCred(cred map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(cred))
 	for k, v := range cred {
 		str, ok := v.(string)
@@ -302,7 +327,7 @@ func (s *Service) openCred(cred map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
-func (s *Service) sealExtra(extra map[string]any) map[string]any {
+func (s *Registry) sealExtra(extra map[string]any) map[string]any {
 	if extra == nil {
 		return map[string]any{}
 	}
@@ -313,7 +338,7 @@ func (s *Service) sealExtra(extra map[string]any) map[string]any {
 // RegisterVim registers a VIM from the member of a {"vim": {...}} body
 // (Tacker's shape). Unless verify is false or vim.extra.verify is false, the
 // credentials are checked against the VIM first.
-func (s *Service) RegisterVim(ctx context.Context, raw []byte, verify bool) (*store.Vim, error) {
+func (s *Registry) Register(ctx context.Context, raw []byte, verify bool) (*store.Vim, error) {
 	r, err := decodeVim(raw, vimKeys)
 	if err != nil {
 		return nil, err
@@ -374,13 +399,13 @@ func (s *Service) RegisterVim(ctx context.Context, raw []byte, verify bool) (*st
 	if err != nil {
 		return nil, err
 	}
-	if v.Status, v.PlacementAttr, err = s.verifyVim(ctx, v.Name, v.Type, v.AuthURL, v.VimProject, cred, extra, skip || !verify); err != nil {
+	if v.Status, v.PlacementAttr, err = s.verify(ctx, v.Name, v.Type, v.AuthURL, v.VimProject, cred, extra, skip || !verify); err != nil {
 		return nil, err
 	}
-	return s.createVim(ctx, v, cred, extra)
+	return s.create(ctx, v, cred, extra)
 }
 
-func (s *Service) createVim(ctx context.Context, v *store.Vim, cred, extra map[string]any) (*store.Vim, error) {
+func (s *Registry) create(ctx context.Context, v *store.Vim, cred, extra map[string]any) (*store.Vim, error) {
 	sealed, err := s.sealCred(cred)
 	if err != nil {
 		return nil, err
@@ -396,7 +421,7 @@ func (s *Service) createVim(ctx context.Context, v *store.Vim, cred, extra map[s
 }
 
 // GetVim reads a VIM (credentials sealed).
-func (s *Service) GetVim(ctx context.Context, id string) (*store.Vim, error) {
+func (s *Registry) Get(ctx context.Context, id string) (*store.Vim, error) {
 	if !validID(id) {
 		return nil, notFoundVim(id)
 	}
@@ -408,7 +433,7 @@ func (s *Service) GetVim(ctx context.Context, id string) (*store.Vim, error) {
 }
 
 // ListVims lists VIMs (credentials sealed).
-func (s *Service) ListVims(ctx context.Context, f store.VimFilter) ([]*store.Vim, error) {
+func (s *Registry) List(ctx context.Context, f store.VimFilter) ([]*store.Vim, error) {
 	return s.st.ListVims(ctx, f)
 }
 
@@ -417,12 +442,12 @@ func (s *Service) ListVims(ctx context.Context, f store.VimFilter) ([]*store.Vim
 // may only be repeated. A new auth_cred replaces the stored one, except that
 // values given as "" or as the mask "******" keep the stored value (a shown
 // VIM can be sent back). Changed access data is verified as on registration.
-func (s *Service) UpdateVim(ctx context.Context, id string, raw []byte, verify bool) (*store.Vim, error) {
+func (s *Registry) Update(ctx context.Context, id string, raw []byte, verify bool) (*store.Vim, error) {
 	r, err := decodeVim(raw, vimKeys)
 	if err != nil {
 		return nil, err
 	}
-	cur, err := s.GetVim(ctx, id)
+	cur, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -524,7 +549,7 @@ func (s *Service) UpdateVim(ctx context.Context, id string, raw []byte, verify b
 		if err := checkAccess(next.Type, next.VimProject, cred); err != nil {
 			return nil, err
 		}
-		if next.Status, next.PlacementAttr, err = s.verifyVim(ctx, next.Name, next.Type, next.AuthURL, next.VimProject, cred, extra, skip || !verify); err != nil {
+		if next.Status, next.PlacementAttr, err = s.verify(ctx, next.Name, next.Type, next.AuthURL, next.VimProject, cred, extra, skip || !verify); err != nil {
 			return nil, err
 		}
 		sealed, err := s.sealCred(cred)
@@ -554,7 +579,7 @@ func (s *Service) UpdateVim(ctx context.Context, id string, raw []byte, verify b
 	return out, nil
 }
 
-func (s *Service) openExtra(extra map[string]any) (map[string]any, error) {
+func (s *Registry) openExtra(extra map[string]any) (map[string]any, error) {
 	v, err := s.box.OpenDoc(extra)
 	if err != nil {
 		return nil, fmt.Errorf("vim extra: %w", err)
@@ -568,7 +593,7 @@ func (s *Service) openExtra(extra map[string]any) (map[string]any, error) {
 
 // DeleteVim deletes a VIM; 409 while a VNF instance or an unfinished
 // operation refers to it by vimId.
-func (s *Service) DeleteVim(ctx context.Context, id string) error {
+func (s *Registry) Delete(ctx context.Context, id string) error {
 	if !validID(id) {
 		return notFoundVim(id)
 	}
@@ -579,25 +604,19 @@ func (s *Service) DeleteVim(ctx context.Context, id string) error {
 	return nil
 }
 
-// KubernetesVim is a cluster a management driver built and registers.
-type KubernetesVim struct {
-	Name        string // unique; Tacker's default is kubernetes_vim_<vnfInstanceId>
-	Description string
-	AuthURL     string // API server URL, https://<vip>:6443
-	BearerToken string
-	SSLCACert   string // PEM; empty means the system roots (or set Insecure)
-	Insecure    bool   // skip TLS verification (cert_verify False)
-	Namespace   string // vim_project.name; "" for none
-	Extra       map[string]any
-	// Verify checks the token against the API server before registering.
-	Verify bool
-}
-
-// RegisterKubernetesVim registers (or, by name, updates) a Kubernetes VIM for
-// a management driver. It is idempotent: registering the same name and
+// RegisterKubernetesVim (driverapi.VimRegistry) registers (or, by name,
+// updates) a Kubernetes VIM for a management driver. It is idempotent: registering the same name and
 // auth_url again updates the credentials and returns the same VIM; a VIM of
 // that name with another type or auth_url is a conflict.
-func (s *Service) RegisterKubernetesVim(ctx context.Context, k KubernetesVim) (*store.Vim, error) {
+func (s *Registry) RegisterKubernetesVim(ctx context.Context, k driverapi.KubernetesVim) (vimID string, err error) {
+	v, err := s.registerKubernetes(ctx, k)
+	if err != nil {
+		return "", err
+	}
+	return v.ID, nil
+}
+
+func (s *Registry) registerKubernetes(ctx context.Context, k driverapi.KubernetesVim) (*store.Vim, error) {
 	if strings.TrimSpace(k.Name) == "" {
 		return nil, errorf(KindInvalid, "kubernetes vim: name is required")
 	}
@@ -621,7 +640,7 @@ func (s *Service) RegisterKubernetesVim(ctx context.Context, k KubernetesVim) (*
 		cur, err := s.st.GetVimByName(ctx, k.Name)
 		if errors.Is(err, store.ErrNotFound) {
 			raw, _ := json.Marshal(body)
-			v, err := s.RegisterVim(ctx, raw, k.Verify)
+			v, err := s.Register(ctx, raw, k.Verify)
 			var ce *store.ConflictError
 			if errors.As(err, &ce) && attempt < 2 {
 				continue // registered concurrently: update it instead
@@ -639,8 +658,8 @@ func (s *Service) RegisterKubernetesVim(ctx context.Context, k KubernetesVim) (*
 			upd["extra"] = k.Extra
 		}
 		raw, _ := json.Marshal(upd)
-		v, err := s.UpdateVim(ctx, cur.ID, raw, k.Verify)
-		var le *Error
+		v, err := s.Update(ctx, cur.ID, raw, k.Verify)
+		var le *reqerr.Error
 		if errors.As(err, &le) && le.Kind == KindConflict && strings.Contains(le.Detail, "changed while") && attempt < 2 {
 			continue
 		}
@@ -652,7 +671,7 @@ func (s *Service) RegisterKubernetesVim(ctx context.Context, k KubernetesVim) (*
 // RemoveKubernetesVim deletes the VIM of that name, if any. References from
 // the owner instance (the one whose driver registered it) do not block the
 // deletion; references from other instances do (409).
-func (s *Service) RemoveKubernetesVim(ctx context.Context, name, ownerInstanceID string) error {
+func (s *Registry) RemoveKubernetesVim(ctx context.Context, name, ownerInstanceID string) error {
 	v, err := s.st.GetVimByName(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -674,7 +693,7 @@ func (s *Service) RemoveKubernetesVim(ctx context.Context, name, ownerInstanceID
 // RotateVimKeys re-seals the credentials (and sealed extra values) of every
 // VIM that a key other than the current one sealed, and returns how many it
 // changed. Afterwards no VIM needs an old key.
-func (s *Service) RotateVimKeys(ctx context.Context) (int, error) {
+func (s *Registry) RotateKeys(ctx context.Context) (int, error) {
 	all, err := s.st.ListVims(ctx, store.VimFilter{})
 	if err != nil {
 		return 0, err
@@ -710,7 +729,7 @@ func (s *Service) RotateVimKeys(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// resolveVims completes the vimConnectionInfo of an instantiate request:
+// Resolve completes the vimConnectionInfo of an instantiate request:
 //   - an entry with vimId gets vimType, interfaceInfo and accessInfo from the
 //     registered VIM and its decrypted credentials (hints given in the entry,
 //     e.g. a region, are layered on top; what would send the credentials
@@ -722,7 +741,7 @@ func (s *Service) RotateVimKeys(ctx context.Context) (int, error) {
 //
 // vimType names are normalized (NormalizeVimType). The result holds
 // plaintext secrets: the engine seals them before storage, the API masks them.
-func (s *Service) resolveVims(ctx context.Context, req []model.VimConnectionInfo) ([]model.VimConnectionInfo, error) {
+func (s *Registry) Resolve(ctx context.Context, req []model.VimConnectionInfo) ([]model.VimConnectionInfo, error) {
 	var def *store.Vim
 	defaultVim := func() (*store.Vim, error) {
 		if def != nil {
@@ -787,7 +806,7 @@ func (s *Service) resolveVims(ctx context.Context, req []model.VimConnectionInfo
 
 // vimConnection builds the vimConnectionInfo of a registered VIM, layering
 // what the request entry gives on top.
-func (s *Service) vimConnection(v *store.Vim, c model.VimConnectionInfo, i int) (model.VimConnectionInfo, error) {
+func (s *Registry) vimConnection(v *store.Vim, c model.VimConnectionInfo, i int) (model.VimConnectionInfo, error) {
 	typ := vimTypeOf(v)
 	if c.VimType != "" && NormalizeVimType(c.VimType) != typ {
 		return c, errorf(KindInvalid, "vimConnectionInfo[%d].vimType %q does not match VIM %s (%s), which is a %s VIM (vimType %s)", i, c.VimType, v.Name, v.ID, v.Type, typ)
@@ -935,3 +954,31 @@ func checkBinding(v *store.Vim, c model.VimConnectionInfo, i int, iface map[stri
 	}
 	return nil
 }
+
+func errorf(k reqerr.Kind, format string, a ...any) *reqerr.Error {
+	return reqerr.Errorf(k, format, a...)
+}
+
+// Kinds of refused requests, as reqerr names them.
+const (
+	KindInvalid       = reqerr.Invalid
+	KindNotFound      = reqerr.NotFound
+	KindConflict      = reqerr.Conflict
+	KindUnprocessable = reqerr.Unprocessable
+)
+
+// fromStore converts store errors into request errors.
+func fromStore(err error, what string) error {
+	var ce *store.ConflictError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return &reqerr.Error{Kind: reqerr.NotFound, Detail: what, Err: err}
+	case errors.As(err, &ce):
+		return &reqerr.Error{Kind: reqerr.Conflict, Detail: ce.Reason, Err: err}
+	}
+	return err
+}
+
+func validID(id string) bool { _, err := uuid.Parse(id); return err == nil && len(id) == 36 }
