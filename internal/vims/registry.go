@@ -335,7 +335,7 @@ func (s *Registry) sealExtra(extra map[string]any) map[string]any {
 	return v
 }
 
-// RegisterVim registers a VIM from the member of a {"vim": {...}} body
+// Register registers a VIM from the member of a {"vim": {...}} body
 // (Tacker's shape). Unless verify is false or vim.extra.verify is false, the
 // credentials are checked against the VIM first.
 func (s *Registry) Register(ctx context.Context, raw []byte, verify bool) (*store.Vim, error) {
@@ -420,7 +420,7 @@ func (s *Registry) create(ctx context.Context, v *store.Vim, cred, extra map[str
 	return out, nil
 }
 
-// GetVim reads a VIM (credentials sealed).
+// Get reads a VIM (credentials sealed).
 func (s *Registry) Get(ctx context.Context, id string) (*store.Vim, error) {
 	if !validID(id) {
 		return nil, notFoundVim(id)
@@ -432,12 +432,12 @@ func (s *Registry) Get(ctx context.Context, id string) (*store.Vim, error) {
 	return v, err
 }
 
-// ListVims lists VIMs (credentials sealed).
+// List lists VIMs (credentials sealed).
 func (s *Registry) List(ctx context.Context, f store.VimFilter) ([]*store.Vim, error) {
 	return s.st.ListVims(ctx, f)
 }
 
-// UpdateVim applies a `vim set` ({"vim": {...}} member): name, description,
+// Update applies a `vim set` ({"vim": {...}} member): name, description,
 // is_default, vim_project, auth_cred and extra may change; auth_url and type
 // may only be repeated. A new auth_cred replaces the stored one, except that
 // values given as "" or as the mask "******" keep the stored value (a shown
@@ -591,7 +591,7 @@ func (s *Registry) openExtra(extra map[string]any) (map[string]any, error) {
 	return m, nil
 }
 
-// DeleteVim deletes a VIM; 409 while a VNF instance or an unfinished
+// Delete deletes a VIM; 409 while a VNF instance or an unfinished
 // operation refers to it by vimId.
 func (s *Registry) Delete(ctx context.Context, id string) error {
 	if !validID(id) {
@@ -690,7 +690,7 @@ func (s *Registry) RemoveKubernetesVim(ctx context.Context, name, ownerInstanceI
 	return nil
 }
 
-// RotateVimKeys re-seals the credentials (and sealed extra values) of every
+// RotateKeys re-seals the credentials (and sealed extra values) of every
 // VIM that a key other than the current one sealed, and returns how many it
 // changed. Afterwards no VIM needs an old key.
 func (s *Registry) RotateKeys(ctx context.Context) (int, error) {
