@@ -201,27 +201,21 @@ func (a *API) putPackageContent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	// Streamed to a spool file and into the database: never whole in memory.
 	max := a.cfg.Packages.MaxBytes()
-	body, err := io.ReadAll(http.MaxBytesReader(w, io.NopCloser(a.uploadBody(w, r)), max))
+	err := a.cfg.Packages.UploadFrom(r.Context(), chi.URLParam(r, "id"), http.MaxBytesReader(w, io.NopCloser(a.uploadBody(w, r)), max))
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	switch {
+	case errors.As(err, &mbe):
 		a.writeProblem(w, r, problemf(http.StatusRequestEntityTooLarge, fmt.Sprintf("the package is larger than %d bytes", max)))
-		return
-	}
-	if isTimeout(err) {
+	case isTimeout(err):
 		w.Header().Set("Connection", "close")
 		a.writeProblem(w, r, problemf(http.StatusRequestTimeout, fmt.Sprintf("the upload stalled for %s (VNFM_BODY_TIMEOUT) or took longer than %s (VNFM_UPLOAD_TIMEOUT)", a.cfg.BodyTimeout, a.cfg.UploadTimeout)))
-		return
-	}
-	if err != nil {
-		a.writeProblem(w, r, problemf(http.StatusBadRequest, "cannot read the package: "+err.Error()))
-		return
-	}
-	if err := a.cfg.Packages.Upload(r.Context(), chi.URLParam(r, "id"), body); err != nil {
+	case err != nil:
 		a.writeProblem(w, r, err)
-		return
+	default:
+		w.WriteHeader(http.StatusAccepted)
 	}
-	w.WriteHeader(http.StatusAccepted)
 }
 
 func (a *API) uploadFromURI(w http.ResponseWriter, r *http.Request) {
@@ -234,13 +228,14 @@ func (a *API) uploadFromURI(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) getPackageContent(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	b, err := a.cfg.Packages.Content(r.Context(), id)
+	c, err := a.cfg.Packages.Content(r.Context(), id)
 	if err != nil {
 		a.writeProblem(w, r, err)
 		return
 	}
+	defer c.Close()
 	w.Header().Set("Content-Type", "application/zip")
-	http.ServeContent(w, r, id+".zip", time.Time{}, bytes.NewReader(b)) // Range support
+	http.ServeContent(w, r, id+".zip", time.Time{}, c) // Range support
 }
 
 func (a *API) getVnfd(w http.ResponseWriter, r *http.Request) {

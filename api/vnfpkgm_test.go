@@ -29,8 +29,8 @@ import (
 
 // stubParse stands in for the CSAR reader: it takes the VNFD summary from
 // vnfd.json inside the ZIP, or fails with the text of error.txt.
-func stubParse(_ context.Context, content []byte) (*packages.Parsed, error) {
-	zr, err := zip.NewReader(bytes.NewReader(content), int64(len(content)))
+func stubParse(_ context.Context, content io.ReaderAt, size int64) (*packages.Parsed, error) {
+	zr, err := zip.NewReader(content, size)
 	if err != nil {
 		return nil, errors.New("the package is not a ZIP file")
 	}
@@ -317,7 +317,8 @@ func TestStaleOnboardingIsResumed(t *testing.T) {
 	id := e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages", nil), 201).json(t)["id"].(string)
 	// A process that stored the content and died before parsing it.
 	content := csar(t, map[string]string{"vnfd.json": `{"id":"9f0f5c36-0000-4000-8000-00000000c003"}`})
-	if _, err := e.st.StartOnboarding(ctx, id, "dead-process", time.Millisecond, content, "x", nil); err != nil {
+	if _, err := e.st.StartOnboarding(ctx, id, "dead-process", time.Millisecond,
+		&store.Content{R: bytes.NewReader(content), Size: int64(len(content)), SHA256: "x"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(10 * time.Millisecond)

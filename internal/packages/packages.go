@@ -8,8 +8,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,8 +39,9 @@ type Parsed struct {
 	VnfdFiles []string
 }
 
-// ParseFunc validates and reads a CSAR; an error's text is shown to users.
-type ParseFunc func(ctx context.Context, content []byte) (*Parsed, error)
+// ParseFunc validates and reads a CSAR of size bytes; an error's text is
+// shown to users.
+type ParseFunc func(ctx context.Context, content io.ReaderAt, size int64) (*Parsed, error)
 
 // Config wires the service.
 type Config struct {
@@ -52,6 +51,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBytes bounds an uploaded or fetched CSAR (default 256 MiB).
 	MaxBytes int64
+	// SpoolDir holds CSARs on disk while they are stored and parsed
+	// (default os.TempDir()); the files are anonymous.
+	SpoolDir string
 	// FetchTimeout bounds upload_from_uri downloads (default 5m).
 	FetchTimeout time.Duration
 	// Lease of an onboarding (default 2m); Sweep resumes expired ones.
@@ -78,6 +80,9 @@ func New(c Config) *Service {
 	}
 	if c.MaxBytes <= 0 {
 		c.MaxBytes = 256 << 20
+	}
+	if c.SpoolDir == "" {
+		c.SpoolDir = os.TempDir()
 	}
 	if c.FetchTimeout <= 0 {
 		c.FetchTimeout = 5 * time.Minute
@@ -160,19 +165,37 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	return mapErr(s.st.DeletePackage(ctx, id), id)
 }
 
-// Upload stores a CSAR and starts onboarding it in the background.
+// Upload stores a CSAR held in memory (the embedded cloud's samples) and
+// starts onboarding it in the background.
 func (s *Service) Upload(ctx context.Context, id string, content []byte) error {
+	return s.UploadFrom(ctx, id, bytes.NewReader(content))
+}
+
+// UploadFrom streams a CSAR from body to a spool file and into the
+// database, then onboards it in the background. The package must be
+// CREATED (checked before the body is read). Errors of body are wrapped,
+// so a caller can tell http.MaxBytesError or a deadline apart.
+func (s *Service) UploadFrom(ctx context.Context, id string, body io.Reader) error {
 	if !validID(id) {
 		return notFound(id)
 	}
-	if len(content) == 0 {
-		return &reqerr.Error{Kind: reqerr.Invalid, Detail: "the request body is empty; send the CSAR (a ZIP file) with Content-Type: application/zip"}
-	}
-	sum := sha256.Sum256(content)
-	if _, err := s.st.StartOnboarding(ctx, id, s.owner, s.cfg.Lease, content, hex.EncodeToString(sum[:]), nil); err != nil {
+	if err := s.st.CheckUploadable(ctx, id); err != nil {
 		return mapErr(err, id)
 	}
-	s.background(id, content)
+	sp, err := newSpool(s.cfg.SpoolDir, body, s.cfg.MaxBytes)
+	if err != nil {
+		return err
+	}
+	if sp.size == 0 {
+		sp.Close()
+		return &reqerr.Error{Kind: reqerr.Invalid, Detail: "the request body is empty; send the CSAR (a ZIP file) with Content-Type: application/zip"}
+	}
+	content := &store.Content{R: sp.reader(), Size: sp.size, SHA256: sp.sum}
+	if _, err := s.st.StartOnboarding(ctx, id, s.owner, s.cfg.Lease, content, nil); err != nil {
+		sp.Close()
+		return mapErr(err, id)
+	}
+	s.background(id, sp)
 	return nil
 }
 
@@ -203,19 +226,19 @@ func (s *Service) UploadFromURI(ctx context.Context, id string, raw []byte) erro
 	if err != nil {
 		return err
 	}
-	if _, err := s.st.StartOnboarding(ctx, id, s.owner, s.cfg.Lease, nil, "", sealed); err != nil {
+	if _, err := s.st.StartOnboarding(ctx, id, s.owner, s.cfg.Lease, nil, sealed); err != nil {
 		return mapErr(err, id)
 	}
 	s.background(id, nil)
 	return nil
 }
 
-// background onboards one package outside the request.
-func (s *Service) background(id string, content []byte) {
+// background onboards one package outside the request; it owns sp.
+func (s *Service) background(id string, sp *spool) {
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.FetchTimeout+s.cfg.Lease)
 		defer cancel()
-		s.onboard(ctx, id, s.owner, content)
+		s.onboard(ctx, id, s.owner, sp)
 	})
 }
 
@@ -248,47 +271,47 @@ func (s *Service) Sweep(ctx context.Context) {
 			return
 		}
 		s.log.Info("resuming an interrupted onboarding", "vnfPkgId", p.ID, "state", p.OnboardingState)
-		var content []byte
+		var sp *spool
 		if p.OnboardingState == store.PkgProcessing {
-			content, err = s.st.PackageContent(ctx, p.ID)
+			sp, err = s.stored(ctx, p.ID)
 			if err != nil {
 				s.finishFailed(ctx, p.ID, owner, fmt.Errorf("the uploaded content was lost (%v); upload the CSAR again", err))
 				continue
 			}
 		}
-		s.onboard(ctx, p.ID, owner, content)
+		s.onboard(ctx, p.ID, owner, sp)
 	}
 }
 
-// onboard fetches (if needed), parses and records the package.
-func (s *Service) onboard(ctx context.Context, id, owner string, content []byte) {
+// onboard fetches (sp nil: upload_from_uri), parses and records the
+// package; it closes sp.
+func (s *Service) onboard(ctx context.Context, id, owner string, sp *spool) {
 	log := s.log.With("vnfPkgId", id)
-	if content == nil {
+	defer func() { sp.Close() }()
+	if sp == nil {
 		p, err := s.st.GetPackage(ctx, id)
 		if err != nil {
 			log.Error("onboarding: cannot read package", "err", err)
 			return
 		}
-		content, err = s.fetch(ctx, p.Source)
+		sp, err = s.fetch(ctx, p.Source)
 		if err != nil {
 			s.finishFailed(ctx, id, owner, err)
 			return
 		}
-		sum := sha256.Sum256(content)
-		if err := s.st.FetchedContent(ctx, id, owner, content, hex.EncodeToString(sum[:])); err != nil {
+		if err := s.st.FetchedContent(ctx, id, owner, &store.Content{R: sp.reader(), Size: sp.size, SHA256: sp.sum}); err != nil {
 			log.Error("onboarding: cannot store fetched content", "err", err)
 			return
 		}
 	}
 	start := time.Now()
-	parsed, err := s.cfg.Parse(ctx, content)
+	parsed, err := s.cfg.Parse(ctx, sp, sp.size)
 	if err != nil {
 		s.finishFailed(ctx, id, owner, err)
 		return
 	}
-	sum := sha256.Sum256(content)
 	ok := &store.Onboarded{Vnfd: parsed.Vnfd, SoftwareImages: parsed.SoftwareImages, AdditionalArtifacts: parsed.AdditionalArtifacts,
-		VnfdFiles: parsed.VnfdFiles, Checksum: map[string]any{"algorithm": "SHA-256", "hash": hex.EncodeToString(sum[:])}}
+		VnfdFiles: parsed.VnfdFiles, Checksum: map[string]any{"algorithm": "SHA-256", "hash": sp.sum}}
 	if err := s.st.FinishOnboarding(ctx, id, owner, ok, nil); err != nil {
 		if errors.Is(err, store.ErrDuplicateVnfd) {
 			s.finishFailed(ctx, id, owner, err)
@@ -310,8 +333,9 @@ func (s *Service) finishFailed(ctx context.Context, id, owner string, cause erro
 	s.log.Warn("onboarding failed", "vnfPkgId", id, "detail", pd.Detail)
 }
 
-// fetch downloads the CSAR of an upload_from_uri request, bounded in size and time.
-func (s *Service) fetch(ctx context.Context, sealed []byte) ([]byte, error) {
+// fetch downloads the CSAR of an upload_from_uri request to a spool,
+// bounded in size and time.
+func (s *Service) fetch(ctx context.Context, sealed []byte) (*spool, error) {
 	raw, err := s.cfg.Box.OpenJSON(sealed)
 	if err != nil {
 		return nil, err
@@ -337,18 +361,31 @@ func (s *Service) fetch(ctx context.Context, sealed []byte) ([]byte, error) {
 	if res.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("downloading %s answered %s", src.AddressInformation, res.Status)
 	}
-	b, err := io.ReadAll(io.LimitReader(res.Body, s.cfg.MaxBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("downloading %s: %v", src.AddressInformation, err)
-	}
-	if int64(len(b)) > s.cfg.MaxBytes {
+	sp, err := newSpool(s.cfg.SpoolDir, res.Body, s.cfg.MaxBytes)
+	if errors.Is(err, ErrTooLarge) {
 		return nil, fmt.Errorf("the CSAR at %s is larger than %d bytes", src.AddressInformation, s.cfg.MaxBytes)
 	}
-	return b, nil
+	if err != nil {
+		return nil, fmt.Errorf("downloading %s: %s", src.AddressInformation, outbound.Describe(err))
+	}
+	return sp, nil
 }
 
-// Content returns the CSAR of an onboarded package.
-func (s *Service) Content(ctx context.Context, id string) ([]byte, error) {
+// stored spools a package's stored content.
+func (s *Service) stored(ctx context.Context, id string) (*spool, error) {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := s.st.WritePackageContent(ctx, id, pw)
+		pw.CloseWithError(err)
+	}()
+	sp, err := newSpool(s.cfg.SpoolDir, pr, 1<<62)
+	pr.Close()
+	return sp, mapErr(err, id)
+}
+
+// Content returns the CSAR of an onboarded package, spooled: read it with
+// ReadAt or as an io.ReadSeeker, then Close it.
+func (s *Service) Content(ctx context.Context, id string) (*Spooled, error) {
 	p, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -356,33 +393,54 @@ func (s *Service) Content(ctx context.Context, id string) ([]byte, error) {
 	if p.OnboardingState != model.Onboarded {
 		return nil, &reqerr.Error{Kind: reqerr.Conflict, Detail: fmt.Sprintf("VNF package %s is %s; its content is available once ONBOARDED", id, p.OnboardingState)}
 	}
-	b, err := s.st.PackageContent(ctx, id)
-	return b, mapErr(err, id)
+	sp, err := s.stored(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &Spooled{ReadSeeker: io.NewSectionReader(sp.f, 0, sp.size), sp: sp}, nil
 }
 
-func (s *Service) archive(ctx context.Context, id string) (*store.VnfPackage, *zip.Reader, error) {
-	b, err := s.Content(ctx, id)
+// Spooled is stored package content on disk.
+type Spooled struct {
+	io.ReadSeeker
+	sp *spool
+}
+
+// Size is the content's length.
+func (c *Spooled) Size() int64 { return c.sp.size }
+
+// ReadAt reads at an offset.
+func (c *Spooled) ReadAt(p []byte, off int64) (int, error) { return c.sp.ReadAt(p, off) }
+
+// Close frees the spool.
+func (c *Spooled) Close() error { return c.sp.Close() }
+
+func (s *Service) archive(ctx context.Context, id string) (*store.VnfPackage, *zip.Reader, io.Closer, error) {
+	c, err := s.Content(ctx, id)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	p, err := s.st.GetPackage(ctx, id)
 	if err != nil {
-		return nil, nil, mapErr(err, id)
+		c.Close()
+		return nil, nil, nil, mapErr(err, id)
 	}
-	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	zr, err := zip.NewReader(c, c.Size())
 	if err != nil {
-		return nil, nil, fmt.Errorf("stored CSAR of package %s: %w", id, err)
+		c.Close()
+		return nil, nil, nil, fmt.Errorf("stored CSAR of package %s: %w", id, err)
 	}
-	return p, zr, nil
+	return p, zr, c, nil
 }
 
 // VNFD returns the VNFD: one YAML file as text when it is a single file and
 // text is acceptable, else a ZIP of the VNFD files.
 func (s *Service) VNFD(ctx context.Context, id string, wantText, wantZip bool) (data []byte, contentType string, err error) {
-	p, zr, err := s.archive(ctx, id)
+	p, zr, c, err := s.archive(ctx, id)
 	if err != nil {
 		return nil, "", err
 	}
+	defer c.Close()
 	files := p.VnfdFiles
 	if wantText && (len(files) == 1 || !wantZip) {
 		if len(files) != 1 {
@@ -414,10 +472,11 @@ func (s *Service) VNFD(ctx context.Context, id string, wantText, wantZip bool) (
 
 // Artifact returns one file of the CSAR.
 func (s *Service) Artifact(ctx context.Context, id, name string) ([]byte, error) {
-	_, zr, err := s.archive(ctx, id)
+	_, zr, c, err := s.archive(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	defer c.Close()
 	clean := path.Clean("/" + name)[1:]
 	if clean == "" || strings.HasSuffix(name, "/") {
 		return nil, &reqerr.Error{Kind: reqerr.NotFound, Detail: "give the artifact path inside the package, e.g. Scripts/install.sh"}

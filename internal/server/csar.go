@@ -1,11 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/packages"
@@ -15,8 +15,8 @@ import (
 // ParseCSAR reads a CSAR with the built-in reader (internal/vnfpkg) and
 // shapes what the package API shows: SOL005 softwareImages and
 // additionalArtifacts.
-func ParseCSAR(_ context.Context, content []byte) (*packages.Parsed, error) {
-	p, err := vnfpkg.Open(bytes.NewReader(content), int64(len(content)), vnfpkg.Options{})
+func ParseCSAR(_ context.Context, content io.ReaderAt, size int64) (*packages.Parsed, error) {
+	p, err := vnfpkg.Open(content, size, vnfpkg.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -210,9 +212,20 @@ func (s *Store) DeletePackage(ctx context.Context, id string) error {
 	})
 }
 
-// StartOnboarding moves a CREATED package to UPLOADING (source given: the
-// content is fetched later) or PROCESSING (content given), under a lease.
-func (s *Store) StartOnboarding(ctx context.Context, id, owner string, lease time.Duration, content []byte, sha256 string, source []byte) (*VnfPackage, error) {
+// Content is a CSAR to store: Size bytes read from R, whose SHA-256 (hex)
+// is SHA256. It is copied into the database in chunks, never held whole.
+type Content struct {
+	R      io.Reader
+	Size   int64
+	SHA256 string
+}
+
+// ContentChunk is the size of the chunks package content is stored in.
+const ContentChunk = 1 << 20
+
+// StartOnboarding moves a CREATED package to UPLOADING (content nil: it is
+// fetched later from source) or PROCESSING (content given), under a lease.
+func (s *Store) StartOnboarding(ctx context.Context, id, owner string, lease time.Duration, content *Content, source []byte) (*VnfPackage, error) {
 	state := PkgProcessing
 	if content == nil {
 		state = PkgUploading
@@ -233,11 +246,10 @@ func (s *Store) StartOnboarding(ctx context.Context, id, owner string, lease tim
 			if err != nil {
 				return err
 			}
-			return &ConflictError{State: cur, Reason: fmt.Sprintf(
-				"VNF package %s is %s; content can only be uploaded once, to a package in CREATED (create a new package for another CSAR)", id, cur)}
+			return notCreated(id, cur)
 		}
 		if content != nil {
-			return putContent(ctx, tx, id, content, sha256)
+			return putContent(ctx, tx, id, content)
 		}
 		return nil
 	})
@@ -247,15 +259,89 @@ func (s *Store) StartOnboarding(ctx context.Context, id, owner string, lease tim
 	return s.GetPackage(ctx, id)
 }
 
-func putContent(ctx context.Context, tx pgx.Tx, id string, content []byte, sha256 string) error {
-	_, err := tx.Exec(ctx, `INSERT INTO vnf_package_contents (package_id, content, size, sha256) VALUES ($1,$2,$3,$4)
-		ON CONFLICT (package_id) DO UPDATE SET content=EXCLUDED.content, size=EXCLUDED.size, sha256=EXCLUDED.sha256`,
-		id, content, len(content), sha256)
-	return err
+func notCreated(id, state string) error {
+	return &ConflictError{State: state, Reason: fmt.Sprintf(
+		"VNF package %s is %s; content can only be uploaded once, to a package in CREATED (create a new package for another CSAR)", id, state)}
 }
 
+// CheckUploadable reports (as StartOnboarding would) whether content may be
+// uploaded to the package now, before a client sends it.
+func (s *Store) CheckUploadable(ctx context.Context, id string) error {
+	var cur string
+	err := s.pool.QueryRow(ctx, `SELECT onboarding_state FROM vnf_packages WHERE id=$1`, id).Scan(&cur)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ErrNotFound
+	case err != nil:
+		return err
+	case cur != PkgCreated:
+		return notCreated(id, cur)
+	}
+	return nil
+}
+
+// putContent stores content in chunks with COPY, streaming from its reader.
+func putContent(ctx context.Context, tx pgx.Tx, id string, c *Content) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM vnf_package_contents WHERE package_id=$1`, id); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO vnf_package_contents (package_id, content, size, sha256) VALUES ($1,NULL,$2,$3)`,
+		id, c.Size, c.SHA256); err != nil {
+		return err
+	}
+	src := &chunkSource{id: id, r: io.LimitReader(c.R, c.Size), buf: make([]byte, ContentChunk)}
+	n, err := tx.CopyFrom(ctx, pgx.Identifier{"vnf_package_chunks"}, []string{"package_id", "idx", "data"}, src)
+	if err != nil {
+		return err
+	}
+	if src.err != nil {
+		return src.err
+	}
+	if src.total != c.Size {
+		return fmt.Errorf("store: package content: read %d bytes of %d (%d chunks)", src.total, c.Size, n)
+	}
+	return nil
+}
+
+// chunkSource feeds COPY one chunk at a time.
+type chunkSource struct {
+	id    string
+	r     io.Reader
+	buf   []byte
+	idx   int
+	n     int
+	total int64
+	err   error
+}
+
+func (c *chunkSource) Next() bool {
+	if c.err != nil {
+		return false
+	}
+	n, err := io.ReadFull(c.r, c.buf)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		err = nil
+	}
+	if err != nil {
+		c.err = fmt.Errorf("store: reading package content: %w", err)
+		return false
+	}
+	if n == 0 {
+		return false
+	}
+	c.n, c.total = n, c.total+int64(n)
+	c.idx++
+	return true
+}
+
+func (c *chunkSource) Values() ([]any, error) {
+	return []any{c.id, c.idx - 1, c.buf[:c.n]}, nil
+}
+
+func (c *chunkSource) Err() error { return c.err }
+
 // FetchedContent stores content fetched from a URI and moves UPLOADING → PROCESSING.
-func (s *Store) FetchedContent(ctx context.Context, id, owner string, content []byte, sha256 string) error {
+func (s *Store) FetchedContent(ctx context.Context, id, owner string, content *Content) error {
 	return inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE vnf_packages SET onboarding_state='PROCESSING', updated_at=now()
 			WHERE id=$1 AND onboarding_owner=$2 AND onboarding_state='UPLOADING'`, id, owner)
@@ -265,7 +351,7 @@ func (s *Store) FetchedContent(ctx context.Context, id, owner string, content []
 		if tag.RowsAffected() == 0 {
 			return ErrLeaseLost
 		}
-		return putContent(ctx, tx, id, content, sha256)
+		return putContent(ctx, tx, id, content)
 	})
 }
 
@@ -295,14 +381,52 @@ func (s *Store) ClaimStaleOnboarding(ctx context.Context, owner string, lease ti
 	return s.GetPackage(ctx, id)
 }
 
-// PackageContent returns the stored CSAR.
+// PackageContent returns the stored CSAR in memory (WritePackageContent
+// streams it).
 func (s *Store) PackageContent(ctx context.Context, id string) ([]byte, error) {
-	var b []byte
-	err := s.pool.QueryRow(ctx, `SELECT content FROM vnf_package_contents WHERE package_id=$1`, id).Scan(&b)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
+	var buf bytes.Buffer
+	if _, err := s.WritePackageContent(ctx, id, &buf); err != nil {
+		return nil, err
 	}
-	return b, err
+	return buf.Bytes(), nil
+}
+
+// WritePackageContent writes the stored CSAR to w, a chunk at a time, and
+// returns its size. ErrNotFound when the package has no content.
+func (s *Store) WritePackageContent(ctx context.Context, id string, w io.Writer) (int64, error) {
+	var whole []byte
+	var size int64
+	err := s.pool.QueryRow(ctx, `SELECT content, size FROM vnf_package_contents WHERE package_id=$1`, id).Scan(&whole, &size)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	if whole != nil { // stored before chunks existed
+		n, err := w.Write(whole)
+		return int64(n), err
+	}
+	var written int64
+	for idx := 0; written < size; idx++ {
+		var chunk []byte
+		err := s.pool.QueryRow(ctx, `SELECT data FROM vnf_package_chunks WHERE package_id=$1 AND idx=$2`, id, idx).Scan(&chunk)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return written, fmt.Errorf("store: content of package %s: chunk %d is missing", id, idx)
+		}
+		if err != nil {
+			return written, err
+		}
+		n, err := w.Write(chunk)
+		written += int64(n)
+		if err != nil {
+			return written, err
+		}
+	}
+	if written != size {
+		return written, fmt.Errorf("store: content of package %s has %d bytes, want %d", id, written, size)
+	}
+	return written, nil
 }
 
 // Onboarded is the result of a successful onboarding.
