@@ -78,6 +78,10 @@ type Target struct {
 	// whose password is set late in the boot (cloud-init). The final error
 	// is still an *AuthError.
 	RetryAuth bool
+	// OnRetry, when set, is told of every failed attempt that will be
+	// retried (the attempt's number and its error, secrets masked), so that
+	// a caller can show that it is waiting for the host and why.
+	OnRetry func(ctx context.Context, attempt int, err error)
 
 	// KeepAlive is the interval of keepalive requests on an idle or busy
 	// connection; a connection that does not answer three in a row is
@@ -314,6 +318,9 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 			wait = min(wait, time.Until(dl))
 		}
 		log.Debug("ssh connect attempt failed, retrying", "attempt", attempt, "err", mask.mask(err.Error()), "wait", wait)
+		if t.OnRetry != nil {
+			t.OnRetry(ctx, attempt, errors.New(mask.mask(err.Error())))
+		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

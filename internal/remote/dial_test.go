@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -60,10 +61,18 @@ func TestDialRetriesWhileTheHostBoots(t *testing.T) {
 		},
 	}
 	tg.Host, tg.Port = "127.0.0.1", portOf(t, addr)
+	var retried []string
+	tg.OnRetry = func(_ context.Context, attempt int, err error) {
+		retried = append(retried, fmt.Sprintf("%d %v", attempt, err))
+	}
 	start := time.Now()
 	c := dial(t, tg)
 	if n := attempts.Load(); n != 6 {
 		t.Errorf("%d attempts, want 3 refused + 2 dropped + 1 good", n)
+	}
+	// Every failed attempt was reported before its retry, with its cause.
+	if len(retried) != 5 || !strings.HasPrefix(retried[0], "1 ") || !strings.Contains(retried[0], "connection refused") || !strings.HasPrefix(retried[4], "5 ") {
+		t.Errorf("OnRetry calls: %q", retried)
 	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("took %v", took)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -89,6 +90,10 @@ type Dialer struct {
 	// Secrets are masked on every session, besides each login's own.
 	Secrets []string
 	Log     *slog.Logger
+	// Note, when set, receives a line for each failed attempt that will be
+	// retried (which host, its address, the attempt, the error), so that
+	// the operation's progress shows what it waits for.
+	Note func(ctx context.Context, msg string)
 
 	// open replaces remote.OpenSession in tests.
 	open func(ctx context.Context, t remote.Target) (*remote.Session, error)
@@ -120,7 +125,19 @@ func (d *Dialer) Target(p Plan) remote.Target {
 	if p.Repin {
 		t.HostKeyPolicy = remote.HostKeyRepin
 	}
+	if d.Note != nil {
+		t.OnRetry = func(ctx context.Context, attempt int, err error) { d.Note(ctx, WaitingNote(p, attempt, err)) }
+	}
 	return t
+}
+
+// WaitingNote is the progress line of a host that SSH waits for.
+func WaitingNote(p Plan, attempt int, err error) string {
+	port := p.Port
+	if port == 0 {
+		port = remote.DefaultPort
+	}
+	return fmt.Sprintf("waiting for %s at %s (SSH): attempt %d failed: %v", p, net.JoinHostPort(p.Addr, strconv.Itoa(port)), attempt, err)
 }
 
 // Open opens one session.

@@ -264,7 +264,7 @@ func (h *hook) installCluster(ctx context.Context) error {
 	t := h.topo
 	all := t.All()
 	h.note(ctx, "connecting to %d nodes (host keys verified)", len(all))
-	ss, err := h.d.connect(ctx, h.log, plansFor(h.p, all, true))
+	ss, err := h.d.connect(ctx, h, plansFor(h.p, all, true))
 	if err != nil {
 		return err
 	}
@@ -392,7 +392,7 @@ func (h *hook) joinWorkers(ctx context.Context, ss *sessions, ms *session, worke
 	if len(workers) == 0 {
 		return nil
 	}
-	present, err := h.d.clusterNodes(ctx, ms)
+	present, err := h.clusterNodes(ctx, ms)
 	if err != nil {
 		return err
 	}
@@ -614,7 +614,7 @@ func (d *Driver) ScaleStart(ctx context.Context, op *driverapi.Op) error {
 // removeNodes cordons all, then drains and deletes each (in parallel).
 func (h *hook) removeNodes(ctx context.Context, ms *session, victims []*Node) error {
 	h.note(ctx, "removing %s from the cluster (drain timeout %v, policy %s)", strings.Join(sortedNames(victims), ", "), h.p.DrainTimeout, h.p.DrainPolicy)
-	present, err := h.d.clusterNodes(ctx, ms)
+	present, err := h.clusterNodes(ctx, ms)
 	if err != nil {
 		return err
 	}
@@ -719,7 +719,7 @@ func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op) error {
 		return err
 	}
 	defer ss.Close()
-	present, err := d.clusterNodes(ctx, ms)
+	present, err := h.clusterNodes(ctx, ms)
 	if err != nil {
 		return err
 	}

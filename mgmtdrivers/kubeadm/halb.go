@@ -281,7 +281,7 @@ func (h *hook) setupDedicatedLBs(ctx context.Context) error {
 	t := h.topo
 	h.note(ctx, "HA control plane with dedicated load balancers: HAProxy on :%d and keepalived (virtual_router_id %d, VIP %s) on %s; %d masters behind them",
 		h.p.HA.LBPort, h.p.vrid(h.op.Instance.ID), t.VIP, strings.Join(sortedNames(t.LBs), ", "), len(t.Masters))
-	ss, err := h.d.connect(ctx, h.log, plansFor(h.p, t.LBs, true))
+	ss, err := h.d.connect(ctx, h, plansFor(h.p, t.LBs, true))
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func (h *hook) connectControl(ctx context.Context, plans []kube.Plan) (*sessions
 		if !inPlans[t.Masters[0].VnfcID] {
 			plans = append(plansFor(h.p, t.Masters[:1], false), plans...)
 		}
-		ss, err := h.d.connect(ctx, h.log, plans)
+		ss, err := h.d.connect(ctx, h, plans)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -51,7 +51,7 @@ func (h *hook) connectControl(ctx context.Context, plans []kube.Plan) (*sessions
 	ss := &sessions{Sessions: kube.NewSessions(), log: h.log}
 	if len(plans) > 0 {
 		var err error
-		if ss, err = h.d.connect(ctx, h.log, plans); err != nil {
+		if ss, err = h.d.connect(ctx, h, plans); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -165,7 +165,7 @@ func (h *hook) waitEtcdReady(ctx context.Context, ms *session, n *Node, force bo
 func (h *hook) joinControlPlane(ctx context.Context, ss *sessions, ms *session, n *Node, script []byte, caHash string, force bool) (any, error) {
 	s := ss.get(n)
 	note := h.nodeNote(ctx, n)
-	present, err := h.d.clusterNodes(ctx, ms)
+	present, err := h.clusterNodes(ctx, ms)
 	if err != nil {
 		return nil, err
 	}

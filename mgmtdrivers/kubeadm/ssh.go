@@ -37,19 +37,21 @@ func (s *sessions) merge(o *sessions) { s.Merge(o.Sessions) }
 
 func (s *sessions) addSecrets(values ...string) { s.AddSecrets(values...) }
 
-// dialer is the driver's kube.Dialer for one hook.
-func (d *Driver) dialer(log *slog.Logger) *kube.Dialer {
-	return &kube.Dialer{Pins: d.o.Pins, Dial: d.o.Dial, Wait: d.o.ConnectWait, Log: log}
+// dialer is the driver's kube.Dialer for one hook: waits for a node show
+// in the step's progress.
+func (d *Driver) dialer(h *hook) *kube.Dialer {
+	return &kube.Dialer{Pins: d.o.Pins, Dial: d.o.Dial, Wait: d.o.ConnectWait, Log: h.log,
+		Note: func(ctx context.Context, msg string) { h.note(ctx, "%s", msg) }}
 }
 
 // connect opens verified SSH connections to the nodes, in parallel, before
 // anything runs on any of them (kube.Dialer.OpenAll).
-func (d *Driver) connect(ctx context.Context, log *slog.Logger, plans []kube.Plan) (*sessions, error) {
-	s, err := d.dialer(log).OpenAll(ctx, plans)
+func (d *Driver) connect(ctx context.Context, h *hook, plans []kube.Plan) (*sessions, error) {
+	s, err := d.dialer(h).OpenAll(ctx, plans)
 	if err != nil {
 		return nil, err
 	}
-	return &sessions{Sessions: s, log: log}, nil
+	return &sessions{Sessions: s, log: h.log}, nil
 }
 
 // connectSome connects to the nodes it can within wait: a dead master must
@@ -58,7 +60,7 @@ func (d *Driver) connectSome(ctx context.Context, h *hook, plans []kube.Plan, wa
 	for i := range plans {
 		plans[i].Wait, plans[i].ConnectTimeout = wait, min(wait, 20*time.Second)
 	}
-	s, failed, err := d.dialer(h.log).OpenSome(ctx, plans)
+	s, failed, err := d.dialer(h).OpenSome(ctx, plans)
 	if err != nil {
 		return nil, nil, err
 	}

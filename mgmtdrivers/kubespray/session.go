@@ -142,7 +142,7 @@ func (s *session) step(ctx context.Context, key, what string, fn func() error) e
 // dialer opens the session's SSH connections: host keys pinned (or checked
 // against published fingerprints), the parameters' secrets masked.
 func (s *session) dialer() *kube.Dialer {
-	return &kube.Dialer{Pins: s.d.o.Pins, Dial: s.d.o.Dial, Secrets: s.secrets, Log: s.log}
+	return &kube.Dialer{Pins: s.d.o.Pins, Dial: s.d.o.Dial, Secrets: s.secrets, Log: s.log, Note: s.note}
 }
 
 // nodePlan is how to reach a VNFC; wait bounds the retries while the VM

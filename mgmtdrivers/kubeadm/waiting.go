@@ -1,0 +1,88 @@
+package kubeadm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/remote"
+)
+
+// Waiting shows: a step that waits for a node's SSH or for the cluster's
+// API server (a node still booting, or the cluster's nodes rebooted after
+// their cloud restarted) says so in the op occurrence's progress — which
+// node, its address, the attempt and the last error — instead of looking
+// idle until it gives up.
+
+// apiWait bounds the wait for an API server that does not answer.
+const apiWait = 3 * time.Minute
+
+// apiUnreachable reports an API server that did not answer (rather than
+// answering with an error).
+func apiUnreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	for _, m := range []string{"Unable to connect to the server", "connection refused", "the server is currently unable to handle the request",
+		"TLS handshake timeout", "ServiceUnavailable", "etcdserver: request timed out", "etcdserver: leader changed"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// clusterNodes lists the cluster's nodes through a master, waiting first
+// for an API server that does not answer yet.
+func (h *hook) clusterNodes(ctx context.Context, ms *session) (map[string]nodeState, error) {
+	nodes, err := h.d.clusterNodes(ctx, ms)
+	if !apiUnreachable(err) {
+		return nodes, err
+	}
+	if err := h.waitAPI(ctx, ms, err); err != nil {
+		return nil, err
+	}
+	return h.d.clusterNodes(ctx, ms)
+}
+
+// waitAPI polls the API server's /healthz through a master until it answers,
+// at most apiWait, with the wait in the progress.
+func (h *hook) waitAPI(ctx context.Context, ms *session, last error) error {
+	start := time.Now()
+	backoff := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		h.note(ctx, "waiting for the Kubernetes API server through %s at %s: attempt %d, last error: %s",
+			ms.node.Name, ms.node.SSHAddr, attempt, firstLine(last))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+		_, err := ms.run(ctx, kubectl("get", "--raw", "/healthz"), h.d.sudo(remote.RunOpts{Timeout: 20 * time.Second}))
+		if err == nil {
+			h.note(ctx, "the Kubernetes API server answers again through %s (after %s)", ms.node.Name, time.Since(start).Round(time.Second))
+			return nil
+		}
+		last = err
+		if time.Since(start) > apiWait {
+			return fmt.Errorf("the Kubernetes API server did not answer through %s at %s for %s (attempt %d): %w",
+				ms.node.Name, ms.node.SSHAddr, apiWait, attempt, err)
+		}
+	}
+}
+
+// firstLine keeps a progress message to one line of the error.
+func firstLine(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	if i := strings.LastIndex(s, "\n"); i >= 0 {
+		// The stderr tail's last line says most ("Unable to connect ...").
+		return strings.TrimSpace(s[i+1:])
+	}
+	return s
+}

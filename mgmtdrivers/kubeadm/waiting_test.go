@@ -1,0 +1,126 @@
+package kubeadm
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
+	"github.com/mini-vnfm/mini-vnfm/internal/remote"
+	"github.com/mini-vnfm/mini-vnfm/internal/remote/remotetest"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
+)
+
+// notes records the step messages.
+type notes struct {
+	*fakeProgress
+	mu  sync.Mutex
+	got []string
+}
+
+func (n *notes) Note(_ context.Context, msg string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.got = append(n.got, msg)
+	return nil
+}
+
+// A master whose API server comes up only after a few tries (its node
+// rebooted): the step waits, and says so in the progress.
+func TestAPIWaitIsInTheProgress(t *testing.T) {
+	var down atomic.Int32
+	down.Store(3)
+	unreachable := func(e *remotetest.Exec) int {
+		_, _ = io.Copy(io.Discard, e.Stdin)
+		if down.Add(-1) >= 0 {
+			_, _ = io.WriteString(e.Stderr, "Unable to connect to the server: Get \"https://10.0.0.2:16443/api/v1/nodes\": EOF\n")
+			return 1
+		}
+		if strings.Contains(e.Cmd, "/healthz") {
+			_, _ = io.WriteString(e.Stdout, "ok")
+			return 0
+		}
+		_, _ = io.WriteString(e.Stdout, `{"items":[{"metadata":{"name":"m1"},"status":{"conditions":[{"type":"Ready","status":"True"}]}}]}`)
+		return 0
+	}
+	srv := remotetest.Start(t, remotetest.Options{Passwords: map[string]string{"u": "p"},
+		Handler: remotetest.Scripted(remotetest.Rule{Match: regexp.MustCompile(`^sudo -n true$`)}, // the sudo probe
+			remotetest.Rule{Match: regexp.MustCompile(`kubectl`), Run: unreachable})})
+	host, port := splitAddr(t, srv.Addr)
+	x, err := remote.OpenSession(context.Background(), remote.Target{Host: host, Port: port, User: "u", Password: "p",
+		HostKeyPolicy: remote.InsecureIgnoreHostKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	pr := &notes{fakeProgress: newProgress()}
+	h := &hook{d: &Driver{}, op: &driverapi.Op{Progress: pr}, log: slog.New(slog.DiscardHandler)}
+	ms := &session{node: &Node{Name: "m1", SSHAddr: "10.0.0.1"}, x: x, log: h.log}
+	nodes, err := h.clusterNodes(context.Background(), ms)
+	if err != nil || !nodes["m1"].Ready {
+		t.Fatalf("nodes %v, %v", nodes, err)
+	}
+	if len(pr.got) < 3 {
+		t.Fatalf("progress notes: %q", pr.got)
+	}
+	for _, want := range []string{"waiting for the Kubernetes API server", "m1", "10.0.0.1", "attempt 1", "Unable to connect to the server"} {
+		if !strings.Contains(pr.got[0], want) {
+			t.Errorf("note %q lacks %q", pr.got[0], want)
+		}
+	}
+	if last := pr.got[len(pr.got)-1]; !strings.Contains(last, "answers again") {
+		t.Errorf("last note %q", last)
+	}
+}
+
+func TestAPIUnreachable(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{errors.New("stderr (last lines):\nUnable to connect to the server: EOF"), true},
+		{errors.New("The connection to the server 10.0.0.2:6443 was refused - did you specify the right host or port? dial tcp: connection refused"), true},
+		{errors.New("Error from server (Forbidden): nodes is forbidden"), false},
+		{nil, false},
+	} {
+		if got := apiUnreachable(c.err); got != c.want {
+			t.Errorf("apiUnreachable(%v) = %v", c.err, got)
+		}
+	}
+}
+
+// A node SSH waits for shows in the progress: which, where, the attempt
+// and why (kube.Dialer.Note).
+func TestSSHWaitIsInTheProgress(t *testing.T) {
+	pr := &notes{fakeProgress: newProgress()}
+	h := &hook{d: &Driver{}, op: &driverapi.Op{Progress: pr}, log: slog.New(slog.DiscardHandler)}
+	tg := h.d.dialer(h).Target(kube.Plan{Name: "worker-1", Addr: "10.0.0.9"})
+	if tg.OnRetry == nil {
+		t.Fatal("no OnRetry on the driver's SSH targets")
+	}
+	tg.OnRetry(context.Background(), 4, errors.New("dial tcp 10.0.0.9:22: connect: no route to host"))
+	if len(pr.got) != 1 || pr.got[0] != "waiting for worker-1 at 10.0.0.9:22 (SSH): attempt 4 failed: dial tcp 10.0.0.9:22: connect: no route to host" {
+		t.Fatalf("note %q", pr.got)
+	}
+}
+
+func splitAddr(t *testing.T, addr string) (string, int) {
+	t.Helper()
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, n
+}
