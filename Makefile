@@ -49,8 +49,9 @@ fuzz: ## run every `go test -fuzz` target of the repository for FUZZTIME each (d
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(or $(FUZZTIME),10s) "$$dir" || exit 1; \
 	done
 
-demo: ## drive a running `make run` through a cluster's whole lifecycle with live progress (PACKAGE=kubeadm-single for one master)
-	$(GO) run ./cmd/vnfm-demo -package $(or $(PACKAGE),kubeadm-ha)
+demo: ## drive a running `make run` through a cluster's whole lifecycle with live progress (PACKAGE=<sample>, default kubeadm-ha; PACKAGE=list lists them)
+	@CGO_ENABLED=0 $(GO) build -o bin/vnfm-demo ./cmd/vnfm-demo
+	bin/vnfm-demo -package $(or $(PACKAGE),kubeadm-ha) $(DEMOFLAGS)
 
 samples: ## zip the sample VNF packages under samples/ into bin/samples/*.zip (CSARs with TOSCA.meta hashes)
 	scripts/make-samples.sh bin/samples

@@ -14,24 +14,62 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/simcloud"
+	"github.com/mini-vnfm/mini-vnfm/samples"
 )
 
 func main() {
 	endpoint := flag.String("endpoint", envOr("VNFM_ENDPOINT_URL", "http://127.0.0.1:9890"), "the VNFM's base URL")
-	sample := flag.String("package", "kubeadm-ha", "sample package: kubeadm-ha (3 masters behind a VIP) or kubeadm-single (1 master)")
+	sample := flag.String("package", "kubeadm-ha", "sample package to build ("+strings.Join(samples.Names, ", ")+"); list: what each builds")
 	password := flag.String("node-password", "demo-Passw0rd", "password of the cluster nodes' login")
 	timeout := flag.Duration("timeout", 15*time.Minute, "bound of each operation")
 	simUser := flag.String("cloud-user", "admin", "user of the default VIM (make run's simulator: admin)")
 	simPassword := flag.String("cloud-password", "secret", "password of that user (make run's simulator: secret)")
+	printReq := flag.Bool("print-request", false, "print the complete instantiate request for the sample on the default VIM and exit")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "vnfm-demo: unexpected argument %q\n", flag.Arg(0))
+		flag.Usage()
+		os.Exit(2)
+	}
+	if _, ok := samples.Plans[*sample]; !ok {
+		w, code := os.Stderr, 2
+		if *sample == "list" {
+			w, code = os.Stdout, 0
+		} else {
+			fmt.Fprintf(w, "no sample package %q; make demo PACKAGE=<name> with one of:\n", *sample)
+		}
+		listSamples(w)
+		os.Exit(code)
+	}
 	d := &demo{base: strings.TrimRight(*endpoint, "/"), timeout: *timeout, out: os.Stdout, tty: isTTY(),
 		simUser: *simUser, simPassword: *simPassword}
+	if *printReq {
+		body, err := d.instantiateRequest(*sample, *password)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "vnfm-demo: %v\n", err)
+			os.Exit(1)
+		}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(body)
+		return
+	}
 	if err := d.run(*sample, *password); err != nil {
 		fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
 		os.Exit(1)
+	}
+}
+
+// listSamples prints the PACKAGE values and what each builds.
+func listSamples(w io.Writer) {
+	for _, n := range samples.Names {
+		fmt.Fprintf(w, "  %-16s %s\n", n, samples.Plans[n].Description)
 	}
 }
 
@@ -105,7 +143,7 @@ func (d *demo) run(sample, password string) error {
 	if _, err := d.call("GET", "/vnfpkgm/v1/vnf_packages?all_fields", nil, &pkgs); err != nil {
 		return err
 	}
-	var vnfdID, flavour string
+	var vnfdID string
 	for _, p := range pkgs {
 		udd, _ := p["userDefinedData"].(map[string]any)
 		if udd["sample"] == sample && p["onboardingState"] == "ONBOARDED" {
@@ -115,15 +153,12 @@ func (d *demo) run(sample, password string) error {
 	if vnfdID == "" {
 		return fmt.Errorf("sample package %s is not onboarded; `make run` onboards the samples when it brings its own cloud", sample)
 	}
-	flavour = "simple"
-	if sample == "kubeadm-ha" {
-		flavour = "ha"
-	}
-	netID, err := d.cloudNetwork(d.simUser, d.simPassword)
+	plan := samples.Plans[sample]
+	instBody, err := d.instantiateRequest(sample, password)
 	if err != nil {
 		return err
 	}
-	d.printf("1. onboarded package: %s (vnfdId %s)\n", sample, vnfdID)
+	d.printf("1. onboarded package: %s (vnfdId %s): %s\n", sample, vnfdID, plan.Description)
 
 	var inst map[string]any
 	h, err := d.call("POST", "/vnflcm/v1/vnf_instances", map[string]any{"vnfdId": vnfdID, "vnfInstanceName": "demo-" + time.Now().Format("150405")}, &inst)
@@ -137,17 +172,17 @@ func (d *demo) run(sample, password string) error {
 		name, task string
 		body       func() (map[string]any, error)
 	}{
-		{"instantiate", "instantiate", func() (map[string]any, error) { return instantiateBody(flavour, password, netID), nil }},
+		{"instantiate", "instantiate", func() (map[string]any, error) { return instBody, nil }},
 		{"scale out 2", "scale", func() (map[string]any, error) {
-			return map[string]any{"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": 2}, nil
+			return map[string]any{"type": "SCALE_OUT", "aspectId": plan.ScaleAspect, "numberOfSteps": 2}, nil
 		}},
 		{"scale in 1", "scale", func() (map[string]any, error) {
-			return map[string]any{"type": "SCALE_IN", "aspectId": "worker_instance", "numberOfSteps": 1}, nil
+			return map[string]any{"type": "SCALE_IN", "aspectId": plan.ScaleAspect, "numberOfSteps": 1}, nil
 		}},
 		{"heal a worker", "heal", func() (map[string]any, error) { return d.healBody(id, "workerNode") }},
 		{"heal a master", "heal", func() (map[string]any, error) {
-			if flavour != "ha" {
-				return nil, nil // one master: only an entire heal could replace it
+			if !slices.Contains(plan.HealVDUs, "masterNode") {
+				return nil, nil
 			}
 			return d.healBody(id, "masterNode")
 		}},
@@ -162,7 +197,7 @@ func (d *demo) run(sample, password string) error {
 		}
 		d.printf("\n%d. %s\n", i+3, s.name)
 		if body == nil {
-			d.printf("   skipped: the cluster has a single master (use -package kubeadm-ha)\n")
+			d.printf("   skipped: %s\n", plan.NoMasterHeal)
 			continue
 		}
 		if err := d.operate(s.name, id, s.task, body); err != nil {
@@ -186,29 +221,17 @@ func (d *demo) run(sample, password string) error {
 	return nil
 }
 
-func instantiateBody(flavour, password, netID string) map[string]any {
-	node := func(vdu, aspect string) map[string]any {
-		n := map[string]any{"vdu_id": vdu, "ssh_cp_name": vdu + "_CP1", "username": "ubuntu", "password": password}
-		if aspect != "" {
-			n["aspect_id"] = aspect
-		}
-		return n
+// instantiateRequest is the sample's complete request on the default VIM:
+// its network net0, and for kubespray its Ansible server, found through
+// Keystone, Neutron and Nova as an operator would.
+func (d *demo) instantiateRequest(sample, password string) (map[string]any, error) {
+	cloud, err := d.cloudInfo(d.simUser, d.simPassword, samples.Plans[sample].NeedsAnsible)
+	if err != nil {
+		return nil, err
 	}
-	master := node("masterNode", "")
-	master["cluster_cp_name"] = "masterNode_CP1"
-	if flavour == "ha" {
-		master["cluster_cp_name"] = "vip_CP"
-	}
-	cps := []any{map[string]any{"cpdId": "masterNode_CP1"}, map[string]any{"cpdId": "workerNode_CP1"}}
-	if flavour == "ha" {
-		cps = append(cps, map[string]any{"cpdId": "vip_CP"})
-	}
-	return map[string]any{"flavourId": flavour,
-		"extVirtualLinks": []any{map[string]any{"id": "ext-net0", "resourceId": netID, "extCps": cps}},
-		"additionalParams": map[string]any{
-			"node_username": "ubuntu", "node_password": password,
-			"k8s_cluster_installation_param": map[string]any{"vim_name": "demo-cluster-" + time.Now().Format("150405"),
-				"master_node": master, "worker_node": node("workerNode", "worker_instance")}}}
+	cloud.NodePassword = password
+	cloud.VimName = "demo-" + sample + "-" + time.Now().Format("150405")
+	return samples.InstantiateRequest(sample, cloud)
 }
 
 // healBody picks the first VNFC of a VDU.
@@ -337,14 +360,17 @@ func (d *demo) showCluster(id string) error {
 	return errors.New("the instance has no Kubernetes VIM: the management driver did not register the cluster")
 }
 
-// cloudNetwork finds the default VIM's network net0 (the one whose servers
-// the VNFM reaches) through Keystone and Neutron, as an operator would.
-func (d *demo) cloudNetwork(user, password string) (string, error) {
+// cloudInfo finds, on the default VIM, the network net0 (the one whose
+// servers the VNFM reaches) and, when asked, the Ansible server
+// (ansible-server, whose Nova metadata carries its login), through Keystone,
+// Neutron and Nova as an operator would.
+func (d *demo) cloudInfo(user, password string, ansible bool) (samples.Cloud, error) {
+	var c samples.Cloud
 	var vims struct {
 		Vims []map[string]any `json:"vims"`
 	}
 	if _, err := d.call("GET", "/v1.0/vims", nil, &vims); err != nil {
-		return "", err
+		return c, err
 	}
 	authURL := ""
 	for _, v := range vims.Vims {
@@ -353,12 +379,12 @@ func (d *demo) cloudNetwork(user, password string) (string, error) {
 		}
 	}
 	if authURL == "" {
-		return "", errors.New("no default VIM is registered; `make run` registers its simulator")
+		return c, errors.New("no default VIM is registered; `make run` registers its simulator")
 	}
 	body := fmt.Sprintf(`{"auth":{"identity":{"methods":["password"],"password":{"user":{"domain":{"name":"Default"},"name":%q,"password":%q}}},"scope":{"project":{"domain":{"name":"Default"},"name":"admin"}}}}`, user, password)
 	res, err := http.Post(strings.TrimRight(authURL, "/")+"/auth/tokens", "application/json", strings.NewReader(body))
 	if err != nil {
-		return "", fmt.Errorf("Keystone at %s: %w", authURL, err)
+		return c, fmt.Errorf("Keystone at %s: %w", authURL, err)
 	}
 	defer res.Body.Close()
 	var tok struct {
@@ -372,31 +398,67 @@ func (d *demo) cloudNetwork(user, password string) (string, error) {
 		} `json:"token"`
 	}
 	if res.StatusCode != http.StatusCreated {
-		return "", fmt.Errorf("Keystone at %s refused %s: %s (pass -cloud-user/-cloud-password)", authURL, user, res.Status)
+		return c, fmt.Errorf("Keystone at %s refused %s: %s (pass -cloud-user/-cloud-password)", authURL, user, res.Status)
 	}
 	if err := json.NewDecoder(res.Body).Decode(&tok); err != nil {
-		return "", err
+		return c, err
 	}
-	neutron := ""
-	for _, c := range tok.Token.Catalog {
-		for _, e := range c.Endpoints {
-			if c.Type == "network" && e.Interface == "public" {
-				neutron = strings.TrimRight(e.URL, "/")
+	endpoint := map[string]string{}
+	for _, cat := range tok.Token.Catalog {
+		for _, e := range cat.Endpoints {
+			if e.Interface == "public" {
+				endpoint[cat.Type] = strings.TrimRight(e.URL, "/")
 			}
 		}
 	}
-	req, _ := http.NewRequest("GET", neutron+"/v2.0/networks?name=net0", nil)
-	req.Header.Set("X-Auth-Token", res.Header.Get("X-Subject-Token"))
-	nres, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("Neutron at %s: %w", neutron, err)
+	token := res.Header.Get("X-Subject-Token")
+	get := func(url string, out any) error {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("X-Auth-Token", token)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer r.Body.Close()
+		if r.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, r.Status)
+		}
+		return json.NewDecoder(r.Body).Decode(out)
 	}
-	defer nres.Body.Close()
 	var nets struct {
 		Networks []struct{ ID string } `json:"networks"`
 	}
-	if err := json.NewDecoder(nres.Body).Decode(&nets); err != nil || len(nets.Networks) == 0 {
-		return "", fmt.Errorf("the default VIM has no network net0 (%v)", err)
+	if err := get(endpoint["network"]+"/v2.0/networks?name=net0", &nets); err != nil || len(nets.Networks) == 0 {
+		return c, fmt.Errorf("the default VIM has no network net0 (%v)", err)
 	}
-	return nets.Networks[0].ID, nil
+	c.NetworkID = nets.Networks[0].ID
+	if !ansible {
+		return c, nil
+	}
+	var srvs struct {
+		Servers []struct {
+			Status    string                      `json:"status"`
+			Metadata  map[string]string           `json:"metadata"`
+			Addresses map[string][]map[string]any `json:"addresses"`
+		} `json:"servers"`
+	}
+	if err := get(endpoint["compute"]+"/servers/detail?name="+simcloud.AnsibleServerName, &srvs); err != nil {
+		return c, fmt.Errorf("looking for the Ansible server: %w", err)
+	}
+	for _, sv := range srvs.Servers {
+		if sv.Status != "ACTIVE" || sv.Metadata[simcloud.MetaRole] != "ansible-server" {
+			continue
+		}
+		var addrs []string
+		for _, list := range sv.Addresses {
+			for _, a := range list {
+				if s, ok := a["addr"].(string); ok {
+					addrs = append(addrs, s)
+				}
+			}
+		}
+		c.Ansible = simcloud.AnsibleFromMetadata(addrs, sv.Metadata)
+		return c, nil
+	}
+	return c, fmt.Errorf("the default VIM has no ACTIVE server %s: `make run` brings one when its hosts are real (as root); its log says why it is missing", simcloud.AnsibleServerName)
 }

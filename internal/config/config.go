@@ -46,6 +46,9 @@ type Config struct {
 	Simulator       string `env:"VNFM_SIMULATOR" envDefault:"auto"`
 	SimulatorHosts  string `env:"VNFM_SIMULATOR_HOSTS" envDefault:"auto"`
 	SimulatorListen string `env:"VNFM_SIMULATOR_LISTEN" envDefault:"127.0.0.1:5000"`
+	// SimulatorPrefix names the embedded cloud's network namespaces
+	// (<prefix>-ctl, <prefix>-<host>): two VNFMs on one machine need two.
+	SimulatorPrefix string `env:"VNFM_SIMULATOR_PREFIX" envDefault:"vnfmsim"`
 
 	// SecretKeyFile holds the key (first line) and optionally old keys
 	// (further lines); default DataDir/secret.key, see Box.

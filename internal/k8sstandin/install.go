@@ -80,6 +80,9 @@ KillMode=process
 [Install]
 WantedBy=multi-user.target
 EOF
+# Enabled, as the kubelet package's postinst does: a node that boots again
+# (its cloud restarted) starts its kubelet, which starts the static pods.
+systemctl enable kubelet >/dev/null 2>&1 || true
 printf 'k8s-standin %s\nkubernetes %s\nbinary %s\n' "$1" "$2" ` + InstalledBinary + ` > ` + MarkerFile + `
 `
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"maps"
 	"net/http"
 	"os/exec"
 	"sort"
@@ -28,10 +29,12 @@ type ServerInfo struct {
 	// console log.
 	HostKeyFingerprints []string  `json:"host_key_fingerprints"`
 	Created             time.Time `json:"created"`
+	// Metadata is the server's Nova metadata.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 func (s *Sim) serverInfo(sv *server) ServerInfo {
-	si := ServerInfo{ID: sv.id, Name: sv.name, Status: sv.status, Hostname: sv.hostname, Created: sv.created}
+	si := ServerInfo{ID: sv.id, Name: sv.name, Status: sv.status, Hostname: sv.hostname, Created: sv.created, Metadata: maps.Clone(sv.metadata)}
 	for _, pid := range sv.ports {
 		if p := s.ports[pid]; p != nil {
 			for _, f := range p.fixed {

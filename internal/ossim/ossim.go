@@ -122,13 +122,22 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Faults are the initial fault-injection settings.
 	Faults Faults
+	// StateFile keeps the cloud's state across restarts (see persist.go):
+	// read by New when it exists, written whenever the state changed. With
+	// Hosts, the network must be persistent (testhosts.Options.Persist):
+	// servers get their saved hosts back, and Close leaves the hosts to the
+	// network instead of removing them.
+	StateFile string
+	// SaveInterval is how often the state is checked for changes and saved
+	// (default 250ms).
+	SaveInterval time.Duration
 }
 
 // Sim is the simulator. It is an http.Handler.
 type Sim struct {
 	opts Options
 
-	mu        sync.Mutex
+	mu        stateMutex
 	tokens    map[string]*token
 	accounts  []*Account
 	stacks    map[string]*stack // by id, including nested and deleted ones
@@ -153,6 +162,9 @@ type Sim struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	saver  *saver
+	saveWG sync.WaitGroup
 }
 
 // New creates a simulator.
@@ -247,16 +259,35 @@ func New(opts Options) (*Sim, error) {
 		f := opts.Flavors[i]
 		s.flavors = append(s.flavors, &f)
 	}
-	for _, ns := range opts.Networks {
-		n, err := s.addNetwork(ns)
-		if err != nil {
+	var saved *stateFile
+	if opts.StateFile != "" {
+		var err error
+		if saved, err = loadStateFile(opts.StateFile); err != nil {
 			return nil, err
 		}
-		if opts.Hosts != nil && (opts.HostNetwork == n.name || (opts.HostNetwork == "" && s.hostNet == nil)) {
-			s.hostNet = n
+		s.saver = &saver{path: opts.StateFile}
+	}
+	if saved != nil {
+		if err := s.restoreState(saved); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, ns := range opts.Networks {
+			if _, err := s.addNetwork(ns); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if opts.Hosts != nil {
+		name := opts.HostNetwork
+		if name == "" {
+			name = opts.Networks[0].Name
+		}
+		for _, n := range s.nets {
+			if n.name == name {
+				s.hostNet = n
+			}
+		}
 		if s.hostNet == nil {
 			return nil, fmt.Errorf("ossim: host network %q not among the networks", opts.HostNetwork)
 		}
@@ -266,6 +297,23 @@ func New(opts Options) (*Sim, error) {
 				s.hostNet.name, sn.cidr, sn.gateway, opts.Hosts.Subnet(), opts.Hosts.Gateway())
 		}
 		s.hostNet.hostBacked = true
+	}
+	if saved != nil {
+		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Minute)
+		s.restoreHosts(ctx, saved)
+		cancel()
+		s.logf("ossim: state restored from %s (saved %s): %d servers, %d stacks", opts.StateFile, saved.Saved.Format(time.RFC3339), len(saved.Servers), len(saved.Stacks))
+	}
+	if s.saver != nil {
+		if err := s.save(); err != nil {
+			return nil, err
+		}
+		every := opts.SaveInterval
+		if every <= 0 {
+			every = 250 * time.Millisecond
+		}
+		s.saveWG.Add(1)
+		go s.saveLoop(every)
 	}
 	return s, nil
 }
@@ -282,6 +330,18 @@ func (s *Sim) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	if s.saver != nil {
+		s.saveWG.Wait()
+		err := s.save()
+		if s.opts.Hosts != nil {
+			// The hosts are the persistent network's to power off; their
+			// disks stay for the next start.
+			return err
+		}
+		if err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	var hosts []*testhosts.Host
 	for _, sv := range s.servers {

@@ -102,8 +102,12 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 	var cloud *simcloud.Cloud
 	if simOn {
+		dataDir, err := filepath.Abs(cfg.DataDir)
+		if err != nil {
+			return err
+		}
 		cloud, err = simcloud.Start(ctx, simcloud.Options{Listen: cfg.SimulatorListen, Hosts: cfg.SimulatorHosts,
-			Logger: log, HostSetup: standinSetup(log)})
+			Prefix: cfg.SimulatorPrefix, StateDir: filepath.Join(dataDir, "cloud"), Logger: log, HostSetup: standinSetup(log)})
 		if err != nil {
 			return fmt.Errorf("embedded OpenStack simulator (VNFM_SIMULATOR=off to run without it): %w", err)
 		}

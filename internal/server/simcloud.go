@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/deps"
 	"github.com/mini-vnfm/mini-vnfm/internal/k8sstandin"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/packages"
@@ -33,8 +35,9 @@ func provisionSimCloud(ctx context.Context, log *slog.Logger, svc *lcm.Service, 
 	if len(vims) == 1 && vims[0].AuthURL != c.URL+"/v3" {
 		// The simulator came up on another port: replace the registration.
 		if err := svc.Vims().Delete(ctx, vims[0].ID); err != nil {
-			log.Warn("the simulator's VIM points at an old address and is in use; register the new address by hand",
-				"vim", SimVimName, "old", vims[0].AuthURL, "new", c.URL+"/v3", "err", err)
+			log.Error("the embedded cloud could not get its old address back, and VNF instances use the VIM registered with it: "+
+				"stop what listens there, then restart make run (or set VNFM_SIMULATOR_LISTEN to it)",
+				"vim", SimVimName, "registered", vims[0].AuthURL, "now", c.URL+"/v3", "err", err)
 		} else {
 			vims = nil
 		}
@@ -75,22 +78,23 @@ func provisionSimCloud(ctx context.Context, log *slog.Logger, svc *lcm.Service, 
 
 // printWelcome tells a newcomer what to do next.
 func printWelcome(w io.Writer, endpoint string, c *simcloud.Cloud) {
-	hosts := "servers are real SSH hosts in network namespaces (openstack-sim hosts list --url " + c.URL + ")"
-	if c.Network == nil {
-		hosts = "servers are records only: " + c.NoHostsReason
+	var missing string
+	if m := c.MissingPackages(); len(m) > 0 {
+		missing = "\n  !! " + strings.ReplaceAll(deps.Report(m, os.Geteuid() == 0), "\n", "\n     ") + "\n"
 	}
 	fmt.Fprintf(w, `
 What you can do now (the VNFM brought its own cloud):
-  OpenStack simulator  %[2]s/v3 (registered as default VIM %[3]q; %[4]s)
-  sample packages      onboarded: kubeadm-single, kubeadm-ha, kubespray
-
+  OpenStack simulator  %[2]s/v3 (registered as default VIM %[3]q)
+                       %[4]s
+  sample packages      onboarded: %[5]s
+%[6]s
+  make demo                          # the whole lifecycle of the HA cluster, with live progress
+  make demo PACKAGE=<sample>         # another sample (make demo PACKAGE=list: what each builds)
   curl -s %[1]s/vnfpkgm/v1/vnf_packages | jq '.[] | {id, vnfdId, onboardingState}'
-  curl -s %[1]s/v1.0/vims | jq
-  make demo      # the whole lifecycle of a cluster, with live progress
 
   Tacker CLI:  export OS_AUTH_TYPE=none OS_ENDPOINT=%[1]s
                openstack vnf package list; openstack vim list; openstack vnflcm list
-`, endpoint, c.URL, SimVimName, hosts)
+`, endpoint, c.URL, SimVimName, c.Summary(), strings.Join(samples.Names, ", "), missing)
 }
 
 // standinSetup installs the Kubernetes stand-in into every simulator host, so

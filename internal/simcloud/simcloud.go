@@ -4,21 +4,53 @@
 // The VNFM reaches the hosts through Dial, which opens sockets inside the
 // simulator's private namespace; the machine's own addresses and routes are
 // never touched.
+//
+// With real hosts the cloud also runs an Ansible server (a server named
+// ansible-server with Debian's ansible and the stand-in kubespray tree, see
+// internal/ansiblehost) for the kubespray sample, checks at start that its
+// hosts have every program the samples' clusters use (internal/deps), and
+// watches the machine's package database so that a package installed while
+// it runs becomes visible in running hosts.
 package simcloud
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/ansiblehost"
+	"github.com/mini-vnfm/mini-vnfm/internal/deps"
 	"github.com/mini-vnfm/mini-vnfm/internal/ossim"
 	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
+	"github.com/mini-vnfm/mini-vnfm/samples"
 )
+
+// AnsibleServerName is the Nova name (and hostname) of the cloud's Ansible
+// server.
+const AnsibleServerName = "ansible-server"
+
+// Metadata keys of the Ansible server, for clients that build a kubespray
+// request (cmd/vnfm-demo).
+const (
+	MetaRole          = "role"
+	MetaAnsibleUser   = "ansible_username"
+	MetaAnsiblePass   = "ansible_password"
+	MetaKubesprayRoot = "kubespray_root_path"
+	MetaInventories   = "transferring_inventory_path"
+)
+
+// dpkgStatus changes whenever a Debian package is installed or removed.
+const dpkgStatus = "/var/lib/dpkg/status"
 
 // Options configure the embedded cloud.
 type Options struct {
@@ -29,13 +61,28 @@ type Options struct {
 	Hosts string
 	// Prefix names the hosts' network namespaces (default "vnfmsim").
 	Prefix string
-	// StateDir keeps the hosts' filesystem layers (default: a temporary directory).
+	// StateDir keeps the cloud across restarts, as a real cloud keeps its
+	// database and disks: the simulator's state (cloud.json) and every
+	// host's disk and identity (hosts/). Servers, networks and stacks are
+	// there again after a restart, graceful or not, and the servers' hosts
+	// boot again. Empty: a throwaway cloud in a temporary directory.
 	StateDir string
 	// User, Password and Project of the Keystone account (defaults admin / secret / admin).
 	User, Password, Project string
 	Logger                  *slog.Logger
 	// HostSetup runs on every host right after it boots (e.g. installing the Kubernetes stand-in).
 	HostSetup func(ctx context.Context, h *testhosts.Host) error
+	// NoAnsibleServer leaves the Ansible server out.
+	NoAnsibleServer bool
+	// PackagePoll is how often the machine's package database is looked at
+	// (default 2s).
+	PackagePoll time.Duration
+	// Packages are what the hosts must have (default: what the hosts and
+	// every sample's clusters use, from internal/deps).
+	Packages []deps.Package
+	// PackageDB is the file that changes when packages are installed
+	// (default /var/lib/dpkg/status).
+	PackageDB string
 }
 
 // Cloud is a running embedded simulator.
@@ -48,6 +95,17 @@ type Cloud struct {
 	NoHostsReason           string
 	User, Password, Project string
 	srv                     *http.Server
+	log                     *slog.Logger
+
+	packages []deps.Package
+
+	mu      sync.Mutex
+	missing []deps.Package
+	ansible *samples.AnsibleServer
+	ansErr  error
+
+	stop context.CancelFunc
+	wg   sync.WaitGroup
 }
 
 // Start starts the simulator.
@@ -64,8 +122,17 @@ func Start(ctx context.Context, o Options) (*Cloud, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.PackagePoll <= 0 {
+		o.PackagePoll = 2 * time.Second
+	}
+	if o.Packages == nil {
+		o.Packages = hostPackages()
+	}
+	if o.PackageDB == "" {
+		o.PackageDB = dpkgStatus
+	}
 	log := o.Logger.With("component", "simcloud")
-	c := &Cloud{User: o.User, Password: o.Password, Project: o.Project}
+	c := &Cloud{User: o.User, Password: o.Password, Project: o.Project, log: log, packages: o.Packages}
 	opts := ossim.Options{Accounts: []ossim.Account{{UserName: o.User, Password: o.Password, ProjectName: o.Project}},
 		Latency: 100 * time.Millisecond, Logf: func(f string, a ...any) { log.Debug(fmt.Sprintf(f, a...)) }}
 	switch o.Hosts {
@@ -80,8 +147,11 @@ func Start(ctx context.Context, o Options) (*Cloud, error) {
 				c.NoHostsReason = err.Error()
 				break
 			}
-			hn, err := testhosts.NewNetwork(ctx, testhosts.Options{Prefix: o.Prefix, StateDir: o.StateDir,
-				Logf: func(f string, a ...any) { log.Debug(fmt.Sprintf(f, a...)) }})
+			to := testhosts.Options{Prefix: o.Prefix, Logf: func(f string, a ...any) { log.Debug(fmt.Sprintf(f, a...)) }}
+			if o.StateDir != "" {
+				to.StateDir, to.Persist = filepath.Join(o.StateDir, "hosts"), true
+			}
+			hn, err := testhosts.NewNetwork(ctx, to)
 			if err != nil {
 				c.NoHostsReason = err.Error()
 				break
@@ -99,8 +169,21 @@ func Start(ctx context.Context, o Options) (*Cloud, error) {
 		opts.Networks = []ossim.NetworkSpec{{Name: "net0", CIDR: "10.77.0.0/24", Shared: true},
 			{Name: "public", CIDR: "10.77.100.0/24", External: true, Shared: true}}
 	}
-	if o.HostSetup != nil && c.Network != nil {
-		opts.HostSetup = o.HostSetup
+	if o.StateDir != "" {
+		opts.StateFile = filepath.Join(o.StateDir, "cloud.json")
+	}
+	if c.Network != nil {
+		opts.HostSetup = func(ctx context.Context, h *testhosts.Host) error {
+			if o.HostSetup != nil {
+				if err := o.HostSetup(ctx, h); err != nil {
+					return err
+				}
+			}
+			if h.Hostname == AnsibleServerName {
+				return ansiblehost.Setup(ctx, h, ansiblehost.User)
+			}
+			return nil
+		}
 	}
 	sim, err := ossim.New(opts)
 	if err != nil {
@@ -108,10 +191,7 @@ func Start(ctx context.Context, o Options) (*Cloud, error) {
 		return nil, err
 	}
 	c.Sim = sim
-	ln, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-	}
+	ln, err := listen(o.Listen, o.StateDir)
 	if err != nil {
 		_ = sim.Close()
 		c.closeNetwork()
@@ -125,13 +205,206 @@ func Start(ctx context.Context, o Options) (*Cloud, error) {
 		}
 	}()
 	log.Info("OpenStack simulator started", "url", c.URL, "realHosts", c.Network != nil)
+	var bg context.Context
+	bg, c.stop = context.WithCancel(context.WithoutCancel(ctx))
+	if c.Network != nil {
+		if !o.NoAnsibleServer {
+			c.ensureAnsibleServer(ctx)
+		}
+		c.checkHosts(ctx)
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.watchPackages(bg, o.PackageDB, o.PackagePoll, !o.NoAnsibleServer) }()
+	}
 	return c, nil
+}
+
+// endpointFile keeps the address the cloud listened on.
+const endpointFile = "endpoint"
+
+// listen opens the simulator's listener. A cloud keeps its endpoint across
+// restarts (the VNFM's VIM registration and every instance using it name
+// it): the address of the last start comes first, unless another fixed
+// address is asked for; then the one asked for; a taken port falls back to
+// a free one.
+func listen(addr, stateDir string) (net.Listener, error) {
+	var tries []string
+	if stateDir != "" {
+		if b, err := os.ReadFile(filepath.Join(stateDir, endpointFile)); err == nil {
+			last := strings.TrimSpace(string(b))
+			if _, port, err := net.SplitHostPort(addr); err == nil && (port == "0" || last == addr) {
+				tries = append(tries, last)
+			}
+		}
+	}
+	tries = append(tries, addr, "127.0.0.1:0")
+	var ln net.Listener
+	var err error
+	for _, a := range tries {
+		if ln, err = net.Listen("tcp", a); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if stateDir != "" {
+		if err := os.MkdirAll(stateDir, 0o700); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(stateDir, endpointFile), []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
+	}
+	return ln, nil
 }
 
 func (c *Cloud) closeNetwork() {
 	if c.Network != nil {
 		_ = c.Network.Close()
 	}
+}
+
+// ensureAnsibleServer creates (or finds) the Ansible server. A failure is
+// logged and kept for the welcome text: the cloud serves without it.
+func (c *Cloud) ensureAnsibleServer(ctx context.Context) {
+	gw := c.Network.Gateway()
+	ip := gw
+	for range 4 {
+		ip = ip.Next() // .5 in a /24: a fixed, easy address (ports get the next free one)
+	}
+	pw := randomPassword()
+	userData := fmt.Sprintf("#cloud-config\nssh_pwauth: true\nusers:\n  - default\n  - name: %s\n    plain_text_passwd: %q\n    lock_passwd: false\n    shell: /bin/bash\n",
+		ansiblehost.User, pw)
+	spec := ossim.ServerSpec{Name: AnsibleServerName, FixedIP: ip.String(), UserData: userData,
+		Metadata: map[string]string{MetaRole: "ansible-server", MetaAnsibleUser: ansiblehost.User, MetaAnsiblePass: pw,
+			MetaKubesprayRoot: ansiblehost.KubesprayRoot, MetaInventories: ansiblehost.Inventories}}
+	si, err := c.Sim.EnsureServer(ctx, spec)
+	if err != nil && strings.Contains(err.Error(), ip.String()) {
+		spec.FixedIP = "" // the address is taken: any will do
+		si, err = c.Sim.EnsureServer(ctx, spec)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.ansErr = err
+		c.log.Error("the embedded cloud's Ansible server did not come up: the kubespray sample cannot run", "err", err)
+		return
+	}
+	c.ansErr = nil
+	c.ansible = AnsibleFromMetadata(si.Addresses, si.Metadata)
+	c.log.Info("Ansible server ready", "address", c.ansible.Address, "user", c.ansible.User, "kubespray", c.ansible.KubesprayRoot)
+}
+
+// AnsibleFromMetadata reads the Ansible server's login from its Nova
+// metadata and first address.
+func AnsibleFromMetadata(addresses []string, md map[string]string) *samples.AnsibleServer {
+	a := &samples.AnsibleServer{User: md[MetaAnsibleUser], Password: md[MetaAnsiblePass],
+		KubesprayRoot: md[MetaKubesprayRoot], Inventories: md[MetaInventories]}
+	if len(addresses) > 0 {
+		a.Address = addresses[0]
+	}
+	return a
+}
+
+func randomPassword() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Ansible returns the Ansible server's login, or nil with the reason.
+func (c *Cloud) Ansible() (*samples.AnsibleServer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ansible == nil && c.ansErr == nil {
+		return nil, errors.New("the embedded cloud has no Ansible server (no real hosts)")
+	}
+	return c.ansible, c.ansErr
+}
+
+// hostPackages are what the cloud's hosts need: the hosts' own tools and
+// what any sample's clusters use (make run onboards them all).
+func hostPackages() []deps.Package {
+	return deps.For(append([]string{deps.NeedCloud}, samples.Names...)...)
+}
+
+// checkHosts looks, inside a running host, for the program of every package
+// the hosts need, and says plainly what is missing.
+func (c *Cloud) checkHosts(ctx context.Context) {
+	h := c.Sim.Host(AnsibleServerName)
+	if h == nil {
+		for _, x := range c.Network.Hosts() {
+			if x.Running() {
+				h = x
+				break
+			}
+		}
+	}
+	if h == nil {
+		c.log.Warn("no running host to check the host packages in")
+		return
+	}
+	pkgs := c.packages
+	out, err := h.Exec(ctx, "sh", append([]string{"-c", deps.CheckScript, "sh"}, deps.CheckArgs(pkgs)...)...)
+	if err != nil {
+		c.log.Warn("checking the hosts' packages", "err", err)
+		return
+	}
+	missing := deps.Missing(pkgs, out)
+	c.mu.Lock()
+	c.missing = missing
+	c.mu.Unlock()
+	if len(missing) > 0 {
+		c.log.Error("the embedded cloud's hosts cannot run what the samples need:\n" + deps.Report(missing, os.Geteuid() == 0))
+	}
+}
+
+// MissingPackages returns what the last check found missing.
+func (c *Cloud) MissingPackages() []deps.Package {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]deps.Package(nil), c.missing...)
+}
+
+// watchPackages notices packages installed (or removed) on the machine
+// while the cloud runs: running hosts forget their stale lookups
+// (testhosts.RefreshLower), the check runs again, and an Ansible server that
+// failed for want of ansible is tried again.
+func (c *Cloud) watchPackages(ctx context.Context, db string, every time.Duration, ansible bool) {
+	last := modTime(db)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		m := modTime(db)
+		if m.Equal(last) {
+			continue
+		}
+		last = m
+		if err := testhosts.RefreshLower(); err != nil {
+			c.log.Warn("making newly installed packages visible in the hosts", "err", err)
+		}
+		before := len(c.MissingPackages())
+		c.checkHosts(ctx)
+		if _, err := c.Ansible(); err != nil && ansible {
+			c.ensureAnsibleServer(ctx)
+		}
+		if now := c.MissingPackages(); before > 0 && len(now) == 0 {
+			c.log.Info("the embedded cloud's hosts now have every package the samples need; retry a failed operation (POST .../vnf_lcm_op_occs/<id>/retry)")
+		}
+	}
+}
+
+func modTime(p string) time.Time {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
 }
 
 // Dial connects to an address of the simulated cloud: inside the hosts'
@@ -154,10 +427,30 @@ func (c *Cloud) VimRegistration(name string) []byte {
 
 // Close stops the simulator and tears the hosts down.
 func (c *Cloud) Close(ctx context.Context) error {
+	if c.stop != nil {
+		c.stop()
+	}
+	c.wg.Wait()
 	err := c.srv.Shutdown(ctx)
 	err = errors.Join(err, c.Sim.Close())
 	if c.Network != nil {
 		err = errors.Join(err, c.Network.Close())
 	}
 	return err
+}
+
+// Summary is a line for logs and the welcome text: hosts, Ansible server,
+// missing packages.
+func (c *Cloud) Summary() string {
+	if c.Network == nil {
+		return "servers are records only: " + c.NoHostsReason
+	}
+	var b strings.Builder
+	b.WriteString("servers are real SSH hosts in network namespaces " + c.Network.Prefix() + "-*")
+	if a, err := c.Ansible(); err == nil {
+		fmt.Fprintf(&b, "; Ansible server %s (user %s)", a.Address, a.User)
+	} else {
+		fmt.Fprintf(&b, "; NO Ansible server: %v", err)
+	}
+	return b.String()
 }

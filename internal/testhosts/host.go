@@ -236,6 +236,9 @@ func (h *Host) Reimage(ctx context.Context) error {
 	if err := h.seed(); err != nil {
 		return err
 	}
+	if err := h.saveIdentity(); err != nil {
+		return err
+	}
 	return h.Start(ctx)
 }
 
@@ -254,7 +257,16 @@ func (h *Host) Remove(ctx context.Context) error {
 }
 
 func (h *Host) create(ctx context.Context) error {
+	if h.net.opts.Persist {
+		// A saved host of that name is an earlier server's leftover disk.
+		if err := os.RemoveAll(h.dir); err != nil {
+			return err
+		}
+	}
 	if err := h.seed(); err != nil {
+		return err
+	}
+	if err := h.saveIdentity(); err != nil {
 		return err
 	}
 	if err := h.setupNet(ctx); err != nil {

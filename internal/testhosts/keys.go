@@ -89,3 +89,35 @@ func FingerprintLines(keys []HostKey, comment string) []string {
 	}
 	return out
 }
+
+// Comment is the comment of the key's public line ("root@host").
+func (k HostKey) Comment() string {
+	f := strings.Fields(k.AuthorizedKey)
+	if len(f) > 2 {
+		return strings.Join(f[2:], " ")
+	}
+	return ""
+}
+
+// ParseHostKey rebuilds a HostKey from its private key in OpenSSH format
+// (as saved from PrivatePEM).
+func ParseHostKey(file, label string, bits int, privatePEM []byte, comment string) (HostKey, error) {
+	raw, err := ssh.ParseRawPrivateKey(privatePEM)
+	if err != nil {
+		return HostKey{}, fmt.Errorf("host key %s: %w", file, err)
+	}
+	signer, ok := raw.(crypto.Signer)
+	if !ok {
+		if p, isPtr := raw.(*ed25519.PrivateKey); isPtr {
+			signer = *p
+		} else {
+			return HostKey{}, fmt.Errorf("host key %s: unsupported type %T", file, raw)
+		}
+	}
+	k, err := newHostKey(file, label, bits, signer, comment)
+	if err != nil {
+		return HostKey{}, err
+	}
+	k.PrivatePEM = privatePEM // the same bytes, not a re-encoding
+	return k, nil
+}

@@ -65,6 +65,12 @@ type Options struct {
 	StateDir string
 	// Keep leaves StateDir in place on Close (for debugging).
 	Keep bool
+	// Persist makes the hosts outlive the network, like VMs outlive their
+	// hypervisor's restart: NewNetwork keeps what StateDir holds, Close
+	// powers the hosts off but keeps their disks and identities, and Restore
+	// boots a saved host again (see persist.go). Remove still deletes a
+	// host's disk.
+	Persist bool
 	// NoSystemctlShim leaves the real /usr/bin/systemctl in the hosts. By
 	// default each host's /usr layer gets a small systemctl stand-in that
 	// drives /etc/init.d scripts and simple unit files, since there is no
@@ -132,7 +138,8 @@ func NewNetwork(ctx context.Context, opts Options) (*Network, error) {
 		_ = lock.Close()
 		return nil, fmt.Errorf("testhosts: cleanup of earlier runs: %w", err)
 	}
-	if err := resetStateDir(opts.StateDir); err != nil {
+	if err := resetStateDir(opts.StateDir, opts.Persist); err != nil {
+		_ = lock.Close()
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(opts.StateDir, "hostinit.sh"), hostinitScript, 0o755); err != nil {
@@ -177,7 +184,7 @@ func (n *Network) createCtl(ctx context.Context) error {
 // NewNetwork may wipe (it never wipes a directory without it).
 const stateMarker = ".testhosts-state"
 
-func resetStateDir(dir string) error {
+func resetStateDir(dir string, keep bool) error {
 	ents, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -186,6 +193,9 @@ func resetStateDir(dir string) error {
 	case len(ents) > 0:
 		if _, err := os.Stat(filepath.Join(dir, stateMarker)); err != nil {
 			return fmt.Errorf("testhosts: state directory %s exists and is not a testhosts state directory; remove it or choose another", dir)
+		}
+		if keep {
+			return nil
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			return err
@@ -505,11 +515,19 @@ func (n *Network) Close() error {
 	errs := make([]error, len(hs))
 	for i, h := range hs {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = h.Remove(ctx) }()
+		go func() {
+			defer wg.Done()
+			if n.opts.Persist {
+				errs[i] = h.shutdown(ctx) // powered off, disk and identity kept
+				n.unregister(h)
+				return
+			}
+			errs[i] = h.Remove(ctx)
+		}()
 	}
 	wg.Wait()
 	errs = append(errs, killNetns(ctx, n.ctl), Cleanup(ctx, n.prefix))
-	if !n.opts.Keep {
+	if !n.opts.Keep && !n.opts.Persist {
 		errs = append(errs, os.RemoveAll(n.stateDir))
 	}
 	n.logf("network %s down in %v", n.prefix, time.Since(t0).Round(time.Millisecond))
@@ -569,4 +587,16 @@ func readTail(path string, lines int) string {
 		all = all[len(all)-lines:]
 	}
 	return strings.Join(all, "\n")
+}
+
+// RefreshLower makes what was installed on the machine after the hosts
+// booted visible inside them. Their /etc, /usr, /var and /opt are overlays
+// whose lower layers are the machine's own directories, and overlayfs keeps
+// the negative lookups of a host that looked for a program before it was
+// installed ("sudo: command not found" stays so after `apt-get install
+// sudo`). Dropping the kernel's reclaimable dentries and inodes
+// (vm.drop_caches=2) forgets them; it is machine-wide but only costs a brief
+// re-lookup, and files in use are unaffected. Needs root.
+func RefreshLower() error {
+	return os.WriteFile("/proc/sys/vm/drop_caches", []byte("2\n"), 0)
 }

@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,7 +14,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -27,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/ansiblehost"
 	"github.com/mini-vnfm/mini-vnfm/internal/config"
 	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
 	"github.com/mini-vnfm/mini-vnfm/internal/k8sstandin"
@@ -45,7 +42,7 @@ import (
 // OpenStack driver and the kubespray driver, the simulator's servers as
 // real SSH hosts (the Kubernetes stand-in installed on masters and
 // workers), one more host as the Ansible server with Debian's real
-// ansible-playbook and the stand-in kubespray tree (test/fixtures/kubespray),
+// ansible-playbook and the stand-in kubespray tree (internal/ansiblehost),
 // and the kubespray sample package onboarded over HTTP.
 const (
 	kspServerEnv = "VNFM_E2E_KUBESPRAY_SERVER"
@@ -143,13 +140,8 @@ func newKspEnv(t *testing.T) *kspEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The tree goes in as a tar stream: the checkout may live under a
-	// directory the host does not see (/tmp, /home and /root are its own).
-	tree := tarDir(t, "../fixtures/kubespray")
-	untar := e.ansible.Command(ctx, "sh", "-c", "mkdir -p "+kspRoot+" && tar -x -C "+kspRoot)
-	untar.Stdin = bytes.NewReader(tree)
-	if out, err := untar.CombinedOutput(); err != nil {
-		t.Fatalf("copying the kubespray stand-in into the Ansible server: %v: %s", err, out)
+	if err := ansiblehost.InstallKubespray(ctx, e.ansible, kspRoot); err != nil {
+		t.Fatal(err)
 	}
 	e.hostRun(e.ansible, fmt.Sprintf(`set -e
 install -d -o %[1]s -m 700 /home/%[1]s/.ssh
@@ -193,51 +185,6 @@ func (e *kspEnv) hostSetup(ctx context.Context, h *testhosts.Host) error {
 		e.mu.Unlock()
 	}
 	return nil
-}
-
-// tarDir packs a directory tree (regular files and directories).
-func tarDir(t *testing.T, dir string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		h, err := tar.FileInfoHeader(info, "")
-		if err != nil {
-			return err
-		}
-		h.Name, h.Uid, h.Gid, h.Uname, h.Gname = filepath.ToSlash(rel), 0, 0, "root", "root"
-		if d.IsDir() {
-			h.Name += "/"
-			return tw.WriteHeader(h)
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		_, err = tw.Write(b)
-		return err
-	})
-	if err == nil {
-		err = tw.Close()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 func (e *kspEnv) hostRun(h *testhosts.Host, script string) string {

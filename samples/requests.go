@@ -1,0 +1,131 @@
+package samples
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Cloud is what a complete instantiate request of a sample needs to know of
+// the cloud it is instantiated on.
+type Cloud struct {
+	// NetworkID is the Neutron network every VNFC's external CP goes on
+	// (the embedded cloud's net0).
+	NetworkID string
+	// NodePassword is the password cloud-init gives the nodes' login
+	// "ubuntu" (Heat parameter node_password) and the drivers log in with.
+	NodePassword string
+	// VimName names the Kubernetes VIM the driver registers (must be unique;
+	// empty: the driver's default kubernetes_vim_<vnfInstanceId>).
+	VimName string
+	// Ansible is the kubespray sample's Ansible server.
+	Ansible *AnsibleServer
+}
+
+// AnsibleServer is the server the kubespray driver runs playbooks on.
+type AnsibleServer struct {
+	Address, User, Password    string
+	KubesprayRoot, Inventories string
+}
+
+// Plan is how a demo drives a sample through its lifecycle.
+type Plan struct {
+	Flavour string
+	// Description says what the sample builds, for listings.
+	Description string
+	// ScaleAspect is the aspect of the worker scaling.
+	ScaleAspect string
+	// HealVDUs are the VDUs whose first VNFC is healed, in order.
+	HealVDUs []string
+	// NeedsAnsible: the request needs Cloud.Ansible.
+	NeedsAnsible bool
+	// NoMasterHeal says why a master is not healed (HealVDUs lacks masterNode).
+	NoMasterHeal string
+}
+
+// Plans describes every sample.
+var Plans = map[string]Plan{
+	"kubeadm-single": {Flavour: "simple", Description: "kubeadm: 1 master, 2 workers", ScaleAspect: "worker_instance",
+		HealVDUs: []string{"workerNode"}, NoMasterHeal: "a single master cannot be replaced in place (make demo PACKAGE=kubeadm-ha can)"},
+	"kubeadm-ha": {Flavour: "ha", Description: "kubeadm HA: 3 masters behind a keepalived VIP with HAProxy on the masters, 2 workers",
+		ScaleAspect: "worker_instance", HealVDUs: []string{"workerNode", "masterNode"}},
+	"kubeadm-ha-lb": {Flavour: "ha", Description: "kubeadm HA with dedicated load balancers: 2 LB nodes (HAProxy + keepalived VIP), 3 masters, 2 workers",
+		ScaleAspect: "worker_instance", HealVDUs: []string{"workerNode", "masterNode"}},
+	"kubespray": {Flavour: "simple", Description: "kubespray on an Ansible server: 3 masters, 2 workers, an external HAProxy load balancer",
+		ScaleAspect: "worker_instance", HealVDUs: []string{"workerNode"}, NeedsAnsible: true,
+		NoMasterHeal: "kubespray has no playbook that replaces a control-plane node (the driver refuses it)"},
+}
+
+// InstantiateRequest returns a complete InstantiateVnfRequest for a sample
+// on a cloud: flavour, external virtual links for every external CP, the
+// Heat parameter node_password and the management driver's parameters
+// (docs/drivers.md documents each).
+func InstantiateRequest(name string, c Cloud) (map[string]any, error) {
+	plan, ok := Plans[name]
+	if !ok {
+		return nil, fmt.Errorf("no sample package %q; the samples are %s", name, strings.Join(Names, ", "))
+	}
+	if c.NetworkID == "" || c.NodePassword == "" {
+		return nil, fmt.Errorf("sample %s: the request needs the network id and a node password", name)
+	}
+	if plan.NeedsAnsible && c.Ansible == nil {
+		return nil, fmt.Errorf("sample %s: the request needs an Ansible server", name)
+	}
+	node := func(vdu, aspect string) map[string]any {
+		n := map[string]any{"ssh_cp_name": vdu + "_CP1", "nic_cp_name": vdu + "_CP1", "username": "ubuntu", "password": c.NodePassword}
+		if aspect != "" {
+			n["aspect_id"] = aspect
+		} else {
+			n["vdu_id"] = vdu
+		}
+		return n
+	}
+	cps := []string{"masterNode_CP1", "workerNode_CP1"}
+	var params map[string]any
+	paramKey := "k8s_cluster_installation_param"
+	switch name {
+	case "kubeadm-single", "kubeadm-ha", "kubeadm-ha-lb":
+		master := node("masterNode", "")
+		master["pod_cidr"] = "10.244.0.0/16"
+		master["cluster_cidr"] = "10.96.0.0/12"
+		master["cluster_cp_name"] = "masterNode_CP1"
+		params = map[string]any{"script_path": "Scripts/install_k8s_cluster.sh", "master_node": master,
+			"worker_node": node("workerNode", "worker_instance")}
+		if plan.Flavour == "ha" {
+			master["cluster_cp_name"] = "vip_CP"
+			cps = append(cps, "vip_CP")
+		}
+		if name == "kubeadm-ha-lb" {
+			cps = append(cps, "lbNode_CP1")
+			params["ha"] = map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "lbNode"}
+			lb := node("lbNode", "")
+			delete(lb, "vdu_id")
+			params["lb_node"] = lb
+		}
+	case "kubespray":
+		master := node("masterNode", "")
+		delete(master, "vdu_id") // every VNFC with the CP: the masters' group
+		master["pod_cidr"] = "10.244.0.0/16"
+		master["cluster_cidr"] = "10.96.0.0/12"
+		cps = append(cps, "externalLB_CP1")
+		a := c.Ansible
+		params = map[string]any{"master_node": master, "worker_node": node("workerNode", "worker_instance"),
+			"ansible": map[string]any{"ip_address": a.Address, "username": a.User, "password": a.Password,
+				"kubespray_root_path": a.KubesprayRoot, "transferring_inventory_path": a.Inventories, "playbook_timeout": 900},
+			"external_lb_param": map[string]any{"ssh_cp_name": "externalLB_CP1", "ssh_username": "ubuntu", "ssh_password": c.NodePassword,
+				"script_path": "Scripts/install_external_lb.sh"}}
+	default:
+		return nil, fmt.Errorf("sample %s has no request template", name)
+	}
+	if c.VimName != "" {
+		params["vim_name"] = c.VimName
+	}
+	extCps := make([]any, len(cps))
+	for i, cp := range cps {
+		extCps[i] = map[string]any{"cpdId": cp}
+	}
+	return map[string]any{
+		"flavourId":        plan.Flavour,
+		"extVirtualLinks":  []any{map[string]any{"id": "ext-net0", "resourceId": c.NetworkID, "extCps": extCps}},
+		"additionalParams": map[string]any{"node_username": "ubuntu", "node_password": c.NodePassword, paramKey: params},
+	}, nil
+}
