@@ -210,7 +210,26 @@ func (h *Host) Stop(ctx context.Context) error {
 	h.mu.Lock()
 	h.cmd, h.pid1 = nil, 0
 	h.mu.Unlock()
-	return nil
+	// The kernel kills the rest of the PID namespace after its init, not
+	// at once: the host is off when none of its processes is left (else a
+	// quick Start finds port 22 still bound).
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		pids, err := pidsInNetns(NetnsPath(h.NetNS))
+		if err != nil || len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range pids {
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("testhosts: stop %s: %w", h.Name, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // Start boots a stopped host and waits for its sshd.

@@ -32,7 +32,17 @@ mkdir -p /run/sshd /run/lock /run/user && chmod 1777 /run/lock
 chmod 1777 /tmp
 chmod 700 /root
 
-/usr/sbin/sshd -D -e &
+# The previous boot's processes may still be going away (the kernel empties
+# a PID namespace after its init has gone): retry while port 22 is taken.
+for _ in $(seq 50); do
+	/usr/sbin/sshd -D -e &
+	sshd=$!
+	sleep 0.05
+	kill -0 "$sshd" 2>/dev/null && break
+	wait "$sshd"
+	echo "hostinit: sshd did not start; trying again"
+	sleep 0.1
+done
 echo "hostinit: $H ready for sshd"
 if [ -d /var/lib/th-units/enabled ] && [ -x /usr/bin/systemctl ]; then
 	(
