@@ -11,6 +11,7 @@
 //	  pod_security_group_ids: [<sg id>]     # default: stack output kuryr_pod_security_group_ids
 //	  service_subnet_id: <subnet id>        # default: stack output kuryr_service_subnet_id
 //	  project_id: <project id>              # default: the VIM's project
+//	  auth_url: http://keystone:5000/v3     # Keystone as the cluster reaches it; default: the VIM's
 //	  worker_nodes_subnet_ids: [<subnet>]   # nested pods (pod_vif_driver nested-*); default none
 //	  pod_vif_driver: nested-vlan           # nested-vlan | nested-macvlan | neutron-vif
 //	  lbaas:
@@ -30,6 +31,7 @@ package kuryr
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -70,6 +72,7 @@ type Params struct {
 	PodSecurityGroups  []Ref         `json:"podSecurityGroups"`
 	ServiceSubnet      Ref           `json:"serviceSubnet"`
 	Project            string        `json:"project,omitempty"`
+	AuthURL            string        `json:"authUrl,omitempty"`
 	WorkerNodesSubnets []Ref         `json:"workerNodesSubnets,omitempty"`
 	PodVifDriver       string        `json:"podVifDriver"`
 	LBaaS              LBaaS         `json:"lbaas"`
@@ -86,7 +89,7 @@ const (
 )
 
 var (
-	keys           = []string{"pod_subnet_id", "pod_security_group_ids", "service_subnet_id", "project_id", "worker_nodes_subnet_ids", "pod_vif_driver", "lbaas", "credential"}
+	keys           = []string{"pod_subnet_id", "pod_security_group_ids", "service_subnet_id", "project_id", "auth_url", "worker_nodes_subnet_ids", "pod_vif_driver", "lbaas", "credential"}
 	lbaasKeys      = []string{"provider", "member_mode", "lb_algorithm", "enforce_sg_rules", "flavor_id"}
 	credentialKeys = []string{"ttl", "roles"}
 	vifDrivers     = []string{"nested-vlan", "nested-macvlan", "neutron-vif"}
@@ -227,6 +230,15 @@ func Parse(key string, raw any) (Params, []string) {
 			c.addf(key+".project_id", "%v is not an OpenStack project id", v)
 		} else {
 			p.Project = s
+		}
+	}
+	if v, ok := m["auth_url"]; ok {
+		s, _ := v.(string)
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			c.addf(key+".auth_url", "%v is not a Keystone URL such as https://keystone.example:5000/v3", v)
+		} else {
+			p.AuthURL = s
 		}
 	}
 	if v, ok := m["worker_nodes_subnet_ids"]; ok {
@@ -442,7 +454,8 @@ func (p Params) Resolve(s Stack, vimProject string) (Resolved, error) {
 type Conf struct {
 	// APIRoot is the Kubernetes API (https://host:port).
 	APIRoot string
-	// AuthURL is the VIM's Keystone; Region its region ("" for none).
+	// AuthURL is the VIM's Keystone (Params.AuthURL overrides it); Region
+	// its region ("" for none).
 	AuthURL, Region string
 	// The application credential kuryr-controller logs in with.
 	CredentialID, CredentialSecret string
@@ -469,7 +482,11 @@ func Render(p Params, r Resolved, c Conf) string {
 	kv("endpoints_driver_octavia_provider", p.LBaaS.Provider)
 	b.WriteString("\n[neutron]\n")
 	kv("auth_type", "v3applicationcredential")
-	kv("auth_url", c.AuthURL)
+	if p.AuthURL != "" {
+		kv("auth_url", p.AuthURL)
+	} else {
+		kv("auth_url", c.AuthURL)
+	}
 	kv("application_credential_id", c.CredentialID)
 	kv("application_credential_secret", c.CredentialSecret)
 	kv("region_name", c.Region)

@@ -89,7 +89,11 @@ type Options struct {
 type Cloud struct {
 	Sim *ossim.Sim
 	// URL is the simulator's base URL; the Keystone auth URL is URL + "/v3".
-	URL     string
+	URL string
+	// HostURL is the simulator as the hosts reach it (the private network's
+	// gateway, same port): what software inside a cluster, such as Kuryr's
+	// controller, logs in to. Empty without real hosts.
+	HostURL string
 	Network *testhosts.Network // nil when the servers are records only
 	// NoHostsReason says why servers are records only ("" when hosts are on).
 	NoHostsReason           string
@@ -204,7 +208,24 @@ func Start(ctx context.Context, o Options) (*Cloud, error) {
 			log.Error("simulator stopped", "err", err)
 		}
 	}()
-	log.Info("OpenStack simulator started", "url", c.URL, "realHosts", c.Network != nil)
+	if c.Network != nil {
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		hostAddr := net.JoinHostPort(c.Network.Gateway().String(), port)
+		hln, err := c.Network.Listen(ctx, "tcp", hostAddr)
+		if err != nil {
+			_ = c.srv.Close()
+			_ = sim.Close()
+			c.closeNetwork()
+			return nil, fmt.Errorf("simcloud: listening on the hosts' network: %w", err)
+		}
+		c.HostURL = "http://" + hostAddr
+		go func() {
+			if err := c.srv.Serve(hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("simulator stopped (hosts' side)", "err", err)
+			}
+		}()
+	}
+	log.Info("OpenStack simulator started", "url", c.URL, "hostURL", c.HostURL, "realHosts", c.Network != nil)
 	var bg context.Context
 	bg, c.stop = context.WithCancel(context.WithoutCancel(ctx))
 	if c.Network != nil {

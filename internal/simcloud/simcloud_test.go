@@ -48,6 +48,14 @@ func TestAnsibleServerAndHostCheck(t *testing.T) {
 	if err != nil || !strings.Contains(out, "ansible\n") {
 		t.Fatalf("kubespray tree in the Ansible server: %v\n%s", err, out)
 	}
+	// Software in the hosts (a cluster's Kuryr controller) reaches the
+	// simulator's Keystone on the private network's gateway.
+	if !strings.HasPrefix(c.HostURL, "http://10.77.0.1:") {
+		t.Errorf("HostURL %q", c.HostURL)
+	}
+	if out, err := h.Exec(ctx, "python3", "-c", "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).status)", c.HostURL+"/v3"); err != nil || strings.TrimSpace(out) != "200" {
+		t.Errorf("GET %s/v3 from a host: %v %s", c.HostURL, err, out)
+	}
 	if m := c.MissingPackages(); len(m) != 0 {
 		t.Fatalf("this machine has every package of the list (see .ci/run), yet the hosts lack %v", deps.Names(m))
 	}
