@@ -182,7 +182,7 @@ func writeMethod(m string) bool {
 }
 
 // sealedInRequest finds a string that looks like a sealed value
-// (enc:v1:…, enc:v2:…) anywhere in a JSON body. Only the server seals, and
+// (enc:v1:…, enc:v3:…, any version) anywhere in a JSON body. Only the server seals, and
 // no API response ever contains a sealed value, so a client sending one is
 // replaying something taken from the database or a backup: opening it
 // would make the engine use a secret the client never knew.
@@ -219,7 +219,7 @@ func findSealed(v any, path string) (string, bool) {
 			}
 		}
 	case string:
-		if secrets.IsSealed(t) {
+		if secrets.LooksSealed(t) {
 			if path == "" {
 				path = "/"
 			}

@@ -30,7 +30,7 @@ commands:
   migrate up             apply pending database migrations
   migrate down [N]       revert the last N migrations (all when N is omitted)
   migrate version        print the applied and the latest migration version
-  secrets rotate         re-seal stored VIM credentials with the current secret key
+  secrets rotate         re-seal every stored secret with the current secret key (and format)
   version                print the version
 ` + auth.CommandUsage + `
 Configuration comes from environment variables; see README.md.
@@ -272,8 +272,11 @@ func serve() error {
 
 const secretsUsage = `usage: vnfm secrets rotate
 
-Re-seals the stored VIM credentials with the current secret key, after a new key
-became current and the old one is listed in VNFM_SECRET_KEYS_OLD (or the key file).
+Re-seals every stored secret (VIM credentials, instances, operation parameters and
+working state, journal outputs, subscription credentials, package sources) with the
+current secret key, after a new key became current and the old one is listed in
+VNFM_SECRET_KEYS_OLD (or the key file). Values of earlier formats are re-sealed in the
+current one, bound to the row and field where they are stored.
 `
 
 // secretsCmd runs `vnfm secrets rotate`.
@@ -295,7 +298,7 @@ func secretsCmd(args []string, stdout io.Writer) error {
 }
 
 // rotateSecrets: after a new key became current (the old one listed in
-// VNFM_SECRET_KEYS_OLD), stored VIM credentials are sealed again with it.
+// VNFM_SECRET_KEYS_OLD), every stored secret is sealed again with it.
 func rotateSecrets() error {
 	cfg, err := config.Load()
 	if err != nil {
@@ -322,5 +325,10 @@ func rotateSecrets() error {
 		return err
 	}
 	fmt.Printf("re-sealed the credentials of %d VIM(s) with the current key\n", n)
+	docs, err := st.ResealAll(ctx, box.ResealJSON)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("re-sealed %d other stored document(s) with the current key\n", docs)
 	return nil
 }

@@ -96,7 +96,7 @@ func TestSecretKeyGenerated(t *testing.T) {
 			if c.SecretKeyPath() != tc.path(dir) {
 				t.Fatalf("SecretKeyPath %s", c.SecretKeyPath())
 			}
-			sealed := b1.Seal([]byte(`"x"`))
+			sealed := b1.SealAt([]byte(`"x"`), secrets.At("t/1"))
 			b2, err := c.Box()
 			if err != nil {
 				t.Fatal(err)
@@ -104,7 +104,7 @@ func TestSecretKeyGenerated(t *testing.T) {
 			if b2.KeyID() != b1.KeyID() {
 				t.Fatal("a second start generated another key")
 			}
-			if _, err := b2.Open(sealed); err != nil {
+			if _, err := b2.OpenAt(sealed, secrets.At("t/1")); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -132,8 +132,13 @@ func (r *run) execute(ctx context.Context) {
 		r.finishFailed(ctx, "", err)
 		return
 	}
+	changed, err := r.e.svc.sealMap(dop.ChangedInfo, store.OpPlace(r.op.ID, "changed_info"))
+	if err != nil {
+		r.finishFailed(ctx, "", err)
+		return
+	}
 	op, err := st.FinishOp(ctx, r.op.ID, r.owner, store.Finish{State: model.StateCompleted,
-		ResourceChanges: dop.ResourceChanges, ChangedInfo: r.e.svc.sealMap(dop.ChangedInfo),
+		ResourceChanges: dop.ResourceChanges, ChangedInfo: changed,
 		ChangedExtConnectivity: dop.ChangedExtConnectivity, Instance: sealed})
 	if err != nil {
 		r.log.Error("cannot complete operation", "err", err)
@@ -272,7 +277,7 @@ func (r *run) finishFailed(ctx context.Context, stepName string, err error) {
 // from the instance as stored plus the request's initial effects.
 func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	svc := r.e.svc
-	raw, err := svc.box.OpenJSON(r.op.OperationParams)
+	raw, err := svc.box.OpenJSON(r.op.OperationParams, store.OpPlace(r.op.ID, "operation_params"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot decrypt operationParams: %w", err)
 	}
@@ -285,7 +290,7 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	}
 	w := &work{}
 	if len(r.op.Work) > 0 {
-		plain, err := svc.box.OpenJSON(r.op.Work)
+		plain, err := svc.box.OpenJSON(r.op.Work, store.OpPlace(r.op.ID, "work"))
 		if err != nil {
 			return nil, nil, fmt.Errorf("cannot decrypt the operation's working state: %w", err)
 		}
@@ -359,7 +364,7 @@ func (r *run) sealWork(w *work) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.e.svc.box.SealJSON(b)
+	return r.e.svc.box.SealJSON(b, store.OpPlace(r.op.ID, "work"))
 }
 
 // openInstance decrypts a stored instance's sealed values.
@@ -368,7 +373,7 @@ func (r *run) openInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
 	if err != nil {
 		return nil, err
 	}
-	plain, err := r.e.svc.box.OpenJSON(b)
+	plain, err := r.e.svc.box.OpenJSON(b, store.InstancePlace(in.ID))
 	if err != nil {
 		return nil, fmt.Errorf("cannot decrypt VNF instance %s: %w", in.ID, err)
 	}
@@ -381,7 +386,7 @@ func (r *run) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
 	if err != nil {
 		return nil, err
 	}
-	sealed, err := r.e.svc.box.SealJSON(b)
+	sealed, err := r.e.svc.box.SealJSON(b, store.InstancePlace(in.ID))
 	if err != nil {
 		return nil, err
 	}
@@ -468,7 +473,7 @@ func (p *progress) NodeDone(ctx context.Context, node string, output any) error 
 		if err != nil {
 			return err
 		}
-		if e.Output, err = p.r.e.svc.box.SealJSON(b); err != nil {
+		if e.Output, err = p.r.e.svc.box.SealJSON(b, store.JournalPlace(e.OpOccID, e.Phase, e.Step, e.Node)); err != nil {
 			return err
 		}
 	}
@@ -493,7 +498,7 @@ func (p *progress) NodeCompleted(node string) (json.RawMessage, bool) {
 	if len(e.Output) == 0 {
 		return nil, true
 	}
-	plain, err := p.r.e.svc.box.OpenJSON(e.Output)
+	plain, err := p.r.e.svc.box.OpenJSON(e.Output, store.JournalPlace(e.OpOccID, e.Phase, e.Step, e.Node))
 	if err != nil {
 		return nil, false // redo the node rather than trust an unreadable output
 	}

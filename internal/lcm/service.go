@@ -87,23 +87,30 @@ func decode(raw []byte, v any) error {
 	return nil
 }
 
-func (s *Service) seal(raw []byte) ([]byte, error) {
+func (s *Service) seal(raw []byte, p secrets.Place) ([]byte, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
 	}
-	out, err := s.box.SealJSON(raw)
+	out, err := s.box.SealJSON(raw, p)
+	if errors.Is(err, secrets.ErrMisplaced) {
+		return nil, errorf(KindInvalid, "request body holds a value sealed by the VNFM; send the plaintext")
+	}
 	if err != nil {
 		return nil, errorf(KindInvalid, "request body is not valid JSON: %v", err)
 	}
 	return out, nil
 }
 
-func (s *Service) sealMap(m map[string]any) map[string]any {
+func (s *Service) sealMap(m map[string]any, p secrets.Place) (map[string]any, error) {
 	if m == nil {
-		return nil
+		return nil, nil
 	}
-	v, _ := s.box.SealDoc(m).(map[string]any)
-	return v
+	v, err := s.box.SealDoc(m, p)
+	if err != nil {
+		return nil, err
+	}
+	out, _ := v.(map[string]any)
+	return out, nil
 }
 
 // CreateInstance creates a NOT_INSTANTIATED VNF instance from an onboarded, enabled package.
@@ -127,10 +134,15 @@ func (s *Service) CreateInstance(ctx context.Context, raw []byte) (*store.Instan
 			pkg.ID, req.VnfdID, pkg.OnboardingState, pkg.OperationalState, pkg.ID)
 	}
 	v := pkg.Vnfd
+	id := uuid.NewString()
+	metadata, err := s.sealMap(req.Metadata, store.InstancePlace(id).Key("metadata"))
+	if err != nil {
+		return nil, errorf(KindInvalid, "request body: metadata holds a value sealed by the VNFM; send the plaintext")
+	}
 	in := &model.VnfInstance{
-		ID: uuid.NewString(), VnfInstanceName: req.VnfInstanceName, VnfInstanceDescription: req.VnfInstanceDescription,
+		ID: id, VnfInstanceName: req.VnfInstanceName, VnfInstanceDescription: req.VnfInstanceDescription,
 		VnfdID: v.ID, VnfProvider: v.Provider, VnfProductName: v.ProductName, VnfSoftwareVersion: v.SoftwareVersion,
-		VnfdVersion: v.Version, VnfPkgID: pkg.ID, Metadata: s.sealMap(req.Metadata), InstantiationState: model.NotInstantiated,
+		VnfdVersion: v.Version, VnfPkgID: pkg.ID, Metadata: metadata, InstantiationState: model.NotInstantiated,
 	}
 	created, err := s.st.CreateInstance(ctx, in)
 	var ce *store.ConflictError
@@ -245,11 +257,12 @@ func flavourNames(v *model.Vnfd) string {
 }
 
 func (s *Service) createOp(ctx context.Context, instID, operation, requireState, verb string, raw []byte, ifVersion int64) (*store.OpOcc, error) {
-	sealed, err := s.seal(raw)
+	opID := uuid.NewString()
+	sealed, err := s.seal(raw, store.OpPlace(opID, "operation_params"))
 	if err != nil {
 		return nil, err
 	}
-	op, err := s.st.CreateOpOcc(ctx, store.NewOp{ID: uuid.NewString(), VnfInstanceID: instID, Operation: operation,
+	op, err := s.st.CreateOpOcc(ctx, store.NewOp{ID: opID, VnfInstanceID: instID, Operation: operation,
 		OperationParams: sealed, RequireState: requireState, IfVersion: ifVersion, Verb: verb})
 	if err != nil {
 		return nil, fromStore(err, notFoundInstance(instID).Detail)
@@ -572,7 +585,7 @@ func (s *Service) Cancel(ctx context.Context, id, mode string) (*store.OpOcc, er
 
 // OpenParams decrypts an op's operationParams (for drivers; never for output).
 func (s *Service) OpenParams(op *store.OpOcc) ([]byte, error) {
-	return s.box.OpenJSON(op.OperationParams)
+	return s.box.OpenJSON(op.OperationParams, store.OpPlace(op.ID, "operation_params"))
 }
 
 // Ready reports whether the database answers and its schema is the one this binary expects.

@@ -274,7 +274,7 @@ func (n *Notifier) auth(sub *store.Subscription) (*Authentication, error) {
 	if len(sub.Authentication) == 0 {
 		return nil, nil
 	}
-	raw, err := n.cfg.Box.OpenJSON(sub.Authentication)
+	raw, err := n.cfg.Box.OpenJSON(sub.Authentication, store.SubscriptionAuthPlace(sub.ID))
 	if err != nil {
 		return nil, err
 	}
@@ -446,6 +446,7 @@ func (s *Subscriptions) Create(ctx context.Context, raw []byte) (*store.Subscrip
 	if err := s.n.cfg.Outbound.CheckURL(ctx, req.CallbackURI); err != nil {
 		return nil, &InvalidError{Unprocessable: true, Detail: "callbackUri: " + err.Error()}
 	}
+	id := uuid.NewString()
 	var auth *Authentication
 	var sealed []byte
 	if len(req.Authentication) > 0 && string(req.Authentication) != "null" {
@@ -461,7 +462,7 @@ func (s *Subscriptions) Create(ctx context.Context, raw []byte) (*store.Subscrip
 				return nil, &InvalidError{Unprocessable: true, Detail: "authentication.paramsOauth2ClientCredentials.tokenEndpoint: " + err.Error()}
 			}
 		}
-		if sealed, err = s.n.cfg.Box.SealJSON(req.Authentication); err != nil {
+		if sealed, err = s.n.cfg.Box.SealJSON(req.Authentication, store.SubscriptionAuthPlace(id)); err != nil {
 			return nil, err
 		}
 	}
@@ -471,7 +472,7 @@ func (s *Subscriptions) Create(ctx context.Context, raw []byte) (*store.Subscrip
 				"; make the endpoint answer GET with 204, then subscribe again"}
 		}
 	}
-	return s.n.cfg.Store.CreateSubscription(ctx, &store.Subscription{ID: uuid.NewString(), CallbackURI: req.CallbackURI,
+	return s.n.cfg.Store.CreateSubscription(ctx, &store.Subscription{ID: id, CallbackURI: req.CallbackURI,
 		Filter: req.Filter, Authentication: sealed})
 }
 

@@ -222,7 +222,7 @@ func (s *Service) UploadFromURI(ctx context.Context, id string, raw []byte) erro
 	if err := s.cfg.Outbound.CheckURL(ctx, src.AddressInformation); err != nil {
 		return &reqerr.Error{Kind: reqerr.Unprocessable, Detail: "addressInformation: " + err.Error()}
 	}
-	sealed, err := s.cfg.Box.SealJSON(raw)
+	sealed, err := s.cfg.Box.SealJSON(raw, store.PackageSourcePlace(id))
 	if err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func (s *Service) onboard(ctx context.Context, id, owner string, sp *spool) {
 			log.Error("onboarding: cannot read package", "err", err)
 			return
 		}
-		sp, err = s.fetch(ctx, p.Source)
+		sp, err = s.fetch(ctx, id, p.Source)
 		if err != nil {
 			s.finishFailed(ctx, id, owner, err)
 			return
@@ -335,8 +335,8 @@ func (s *Service) finishFailed(ctx context.Context, id, owner string, cause erro
 
 // fetch downloads the CSAR of an upload_from_uri request to a spool,
 // bounded in size and time.
-func (s *Service) fetch(ctx context.Context, sealed []byte) (*spool, error) {
-	raw, err := s.cfg.Box.OpenJSON(sealed)
+func (s *Service) fetch(ctx context.Context, id string, sealed []byte) (*spool, error) {
+	raw, err := s.cfg.Box.OpenJSON(sealed, store.PackageSourcePlace(id))
 	if err != nil {
 		return nil, err
 	}

@@ -70,55 +70,61 @@ func (b *Box) KeyIDs() []string {
 // values of the v1 format (no id: sealed before key ids existed) and for
 // values that are not sealed.
 func SealedKeyID(s string) string {
-	if !strings.HasPrefix(s, sealedPrefixV2) {
-		return ""
+	for _, prefix := range []string{sealedPrefixV3, sealedPrefixV2} {
+		if rest, ok := strings.CutPrefix(s, prefix); ok {
+			id, _, ok := strings.Cut(rest, ":")
+			if !ok {
+				return ""
+			}
+			return id
+		}
 	}
-	id, _, ok := strings.Cut(strings.TrimPrefix(s, sealedPrefixV2), ":")
-	if !ok {
-		return ""
-	}
-	return id
+	return ""
 }
 
-// Current reports whether s is sealed in the current format with the current key.
-func (b *Box) Current(s string) bool { return SealedKeyID(s) == b.cur.id }
+// Current reports whether s is sealed in the current format (v3, bound to
+// its place) with the current key.
+func (b *Box) Current(s string) bool {
+	return strings.HasPrefix(s, sealedPrefixV3) && SealedKeyID(s) == b.cur.id
+}
 
-// Reseal re-encrypts a sealed value with the current key. It returns the
-// value unchanged (and false) when it already is sealed with the current key
-// or is not sealed at all.
-func (b *Box) Reseal(s string) (string, bool, error) {
+// Reseal re-encrypts a sealed value stored at p with the current key in the
+// current format. It returns the value unchanged (and false) when it
+// already is current or is not sealed at all.
+func (b *Box) Reseal(s string, p Place) (string, bool, error) {
 	if !IsSealed(s) || b.Current(s) {
 		return s, false, nil
 	}
-	plain, err := b.Open(s)
+	plain, err := b.OpenAt(s, p)
 	if err != nil {
 		return s, false, err
 	}
-	return b.Seal(plain), true, nil
+	return b.SealAt(plain, p), true, nil
 }
 
-// ResealDoc re-seals every sealed string anywhere in a decoded JSON document
-// with the current key, and reports whether anything changed.
-func (b *Box) ResealDoc(v any) (any, bool, error) {
+// ResealDoc re-seals every sealed string anywhere in a decoded JSON
+// document stored at p (each at its own path) with the current key, and
+// reports whether anything changed.
+func (b *Box) ResealDoc(v any, p Place) (any, bool, error) {
 	changed := false
 	var firstErr error
-	var rec func(any) any
-	rec = func(v any) any {
+	var rec func(any, Place) any
+	rec = func(v any, at Place) any {
 		switch t := v.(type) {
 		case map[string]any:
 			out := make(map[string]any, len(t))
 			for k, val := range t {
-				out[k] = rec(val)
+				out[k] = rec(val, at.Key(k))
 			}
 			return out
 		case []any:
 			out := make([]any, len(t))
 			for i, val := range t {
-				out[i] = rec(val)
+				out[i] = rec(val, at.Elem())
 			}
 			return out
 		case string:
-			s, ch, err := b.Reseal(t)
+			s, ch, err := b.Reseal(t, at)
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -127,24 +133,38 @@ func (b *Box) ResealDoc(v any) (any, bool, error) {
 		}
 		return v
 	}
-	out := rec(v)
+	out := rec(v, p)
 	return out, changed, firstErr
 }
 
-// SealValue seals the JSON encoding of any value (OpenValue reverses it).
-// Callers that decide themselves which values are secret use it instead of
-// SealDoc, which goes by key names.
-func (b *Box) SealValue(v any) (string, error) {
+// ResealJSON is ResealDoc for a raw JSON document stored at p.
+func (b *Box) ResealJSON(raw []byte, p Place) ([]byte, bool, error) {
+	changed := false
+	out, err := transformJSON(raw, func(v any) (any, error) {
+		out, ch, err := b.ResealDoc(v, p)
+		changed = ch
+		return out, err
+	})
+	if err != nil || !changed {
+		return raw, false, err
+	}
+	return out, true, nil
+}
+
+// SealValue seals the JSON encoding of any value stored at p (OpenValue
+// reverses it). Callers that decide themselves which values are secret use
+// it instead of SealDoc, which goes by key names.
+func (b *Box) SealValue(v any, p Place) (string, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return "", fmt.Errorf("secrets: %w", err)
 	}
-	return b.Seal(raw), nil
+	return b.SealAt(raw, p), nil
 }
 
-// OpenValue opens a value sealed by SealValue (or SealDoc).
-func (b *Box) OpenValue(s string) (any, error) {
-	raw, err := b.Open(s)
+// OpenValue opens a value sealed by SealValue (or SealDoc) at p.
+func (b *Box) OpenValue(s string, p Place) (any, error) {
+	raw, err := b.OpenAt(s, p)
 	if err != nil {
 		return nil, err
 	}

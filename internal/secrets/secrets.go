@@ -15,13 +15,17 @@ import (
 // Mask replaces every secret value on output.
 const Mask = "******"
 
-// Sealed value formats. v2 names the key that sealed the value
-// ("enc:v2:<keyid>:<base64(nonce|ciphertext)>", the header is the GCM
-// additional data); v1 ("enc:v1:<base64>") predates key ids and is opened by
-// trying the current key, then the old ones. Seal always writes v2.
+// Sealed value formats. v3 ("enc:v3:<keyid>:<base64(nonce|ciphertext)>")
+// binds the value to where it lives: the GCM additional data is the header
+// and the value's Place (row and JSON path), so a value copied to another
+// row or field does not open. v2 ("enc:v2:<keyid>:…", the header as
+// additional data) and v1 ("enc:v1:<base64>", no key id) are the formats of
+// earlier releases: still opened wherever they are, and re-sealed as v3 by
+// a rotation (Reseal, ResealDoc). Seal always writes v3.
 const (
 	sealedPrefixV1 = "enc:v1:"
 	sealedPrefixV2 = "enc:v2:"
+	sealedPrefixV3 = "enc:v3:"
 )
 
 // secretWords are matched against a key lower-cased with '_' and '-' removed.
@@ -88,37 +92,61 @@ func NewKey() string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-// Seal encrypts plaintext with the current key into a self-describing string
-// that names the key.
-func (b *Box) Seal(plain []byte) string {
+// SealAt encrypts plaintext with the current key into a self-describing
+// string that names the key and opens only at p.
+func (b *Box) SealAt(plain []byte, p Place) string {
 	k := b.cur
-	header := sealedPrefixV2 + k.id + ":"
+	header := sealedPrefixV3 + k.id + ":"
 	nonce := make([]byte, k.aead.NonceSize())
 	_, _ = rand.Read(nonce)
-	ct := k.aead.Seal(nonce, nonce, plain, []byte(header))
+	ct := k.aead.Seal(nonce, nonce, plain, p.aad(header))
 	return header + base64.RawStdEncoding.EncodeToString(ct)
 }
 
-// IsSealed reports whether s came from Seal (either format).
+// IsSealed reports whether s came from SealAt (any format).
 func IsSealed(s string) bool {
-	return strings.HasPrefix(s, sealedPrefixV2) || strings.HasPrefix(s, sealedPrefixV1)
+	return strings.HasPrefix(s, sealedPrefixV3) || strings.HasPrefix(s, sealedPrefixV2) || strings.HasPrefix(s, sealedPrefixV1)
 }
 
-// Open decrypts a string produced by Seal, with whichever configured key sealed it.
-func (b *Box) Open(s string) ([]byte, error) {
+// LooksSealed reports whether s has the shape of a sealed value of any
+// format version, known or future ("enc:v<digits>:"): what a client must
+// never send.
+func LooksSealed(s string) bool {
+	rest, ok := strings.CutPrefix(s, "enc:v")
+	if !ok {
+		return false
+	}
+	i := 0
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	return i > 0 && i < len(rest) && rest[i] == ':'
+}
+
+// ErrMisplaced: a sealed value is opened, or sealed over, at another place
+// than the one it was sealed for.
+var ErrMisplaced = errors.New("the sealed value belongs to another place")
+
+// OpenAt decrypts a string produced by SealAt at the same place, with
+// whichever configured key sealed it. Values of the v1 and v2 formats
+// carry no place and open anywhere.
+func (b *Box) OpenAt(s string, p Place) ([]byte, error) {
 	switch {
+	case strings.HasPrefix(s, sealedPrefixV3):
+		k, id, raw, err := b.parseKeyed(s, sealedPrefixV3)
+		if err != nil {
+			return nil, err
+		}
+		n := k.aead.NonceSize()
+		plain, err := k.aead.Open(nil, raw[:n], raw[n:], p.aad(sealedPrefixV3+id+":"))
+		if err != nil {
+			return nil, fmt.Errorf("secrets: cannot decrypt the sealed value at %s with key %s: %w, or it is corrupt", p, id, ErrMisplaced)
+		}
+		return plain, nil
 	case strings.HasPrefix(s, sealedPrefixV2):
-		id, payload, ok := strings.Cut(strings.TrimPrefix(s, sealedPrefixV2), ":")
-		if !ok {
-			return nil, errors.New("secrets: sealed value is corrupt")
-		}
-		k, known := b.byID[id]
-		if !known {
-			return nil, fmt.Errorf("secrets: value was sealed with key %s, which is not configured (give that key in VNFM_SECRET_KEYS_OLD)", id)
-		}
-		raw, err := base64.RawStdEncoding.DecodeString(payload)
-		if err != nil || len(raw) < k.aead.NonceSize() {
-			return nil, errors.New("secrets: sealed value is corrupt")
+		k, id, raw, err := b.parseKeyed(s, sealedPrefixV2)
+		if err != nil {
+			return nil, err
 		}
 		n := k.aead.NonceSize()
 		plain, err := k.aead.Open(nil, raw[:n], raw[n:], []byte(sealedPrefixV2+id+":"))
@@ -143,28 +171,64 @@ func (b *Box) Open(s string) ([]byte, error) {
 	return nil, errors.New("secrets: value is not sealed")
 }
 
-// SealDoc returns a copy of a decoded JSON document (maps, slices, scalars)
-// whose values under secret keys are sealed. The JSON encoding of the value is
-// sealed, so OpenDoc restores numbers, objects and arrays as they were.
-func (b *Box) SealDoc(v any) any {
-	return walk(v, func(val any) any {
-		if s, ok := val.(string); ok && IsSealed(s) {
-			return s // already sealed: sealing is idempotent
-		}
-		raw, _ := json.Marshal(val)
-		return b.Seal(raw)
-	})
+// parseKeyed splits a v2/v3 value into its key, key id and payload.
+func (b *Box) parseKeyed(s, prefix string) (*boxKey, string, []byte, error) {
+	id, payload, ok := strings.Cut(strings.TrimPrefix(s, prefix), ":")
+	if !ok {
+		return nil, "", nil, errors.New("secrets: sealed value is corrupt")
+	}
+	k, known := b.byID[id]
+	if !known {
+		return nil, id, nil, fmt.Errorf("secrets: value was sealed with key %s, which is not configured (give that key in VNFM_SECRET_KEYS_OLD)", id)
+	}
+	raw, err := base64.RawStdEncoding.DecodeString(payload)
+	if err != nil || len(raw) < k.aead.NonceSize() {
+		return nil, id, nil, errors.New("secrets: sealed value is corrupt")
+	}
+	return k, id, raw, nil
 }
 
-// OpenDoc reverses SealDoc.
-func (b *Box) OpenDoc(v any) (any, error) {
+// SealDoc returns a copy of a decoded JSON document (maps, slices, scalars)
+// stored at p, whose values under secret keys are sealed, each at its own
+// path. The JSON encoding of the value is sealed, so OpenDoc restores
+// numbers, objects and arrays as they were. A value that is sealed already
+// is kept when it is sealed for exactly this place with the current key,
+// re-sealed when it is of an earlier format or key; a value sealed for
+// another place is an error wrapping ErrMisplaced: it was copied here.
+func (b *Box) SealDoc(v any, p Place) (any, error) {
 	var firstErr error
-	out := walk(v, func(val any) any {
+	out := walk(v, p, func(val any, at Place) any {
+		if s, ok := val.(string); ok && IsSealed(s) {
+			if b.Current(s) {
+				if _, err := b.OpenAt(s, at); err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+					return Mask
+				}
+				return s
+			}
+			r, _, err := b.Reseal(s, at)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			return r
+		}
+		raw, _ := json.Marshal(val)
+		return b.SealAt(raw, at)
+	})
+	return out, firstErr
+}
+
+// OpenDoc reverses SealDoc for a document stored at p.
+func (b *Box) OpenDoc(v any, p Place) (any, error) {
+	var firstErr error
+	out := walk(v, p, func(val any, at Place) any {
 		s, ok := val.(string)
 		if !ok || !IsSealed(s) {
 			return val
 		}
-		raw, err := b.Open(s)
+		raw, err := b.OpenAt(s, at)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
@@ -185,26 +249,27 @@ func (b *Box) OpenDoc(v any) (any, error) {
 
 // MaskDoc returns a copy with every value under a secret key replaced by Mask.
 func MaskDoc(v any) any {
-	return walk(v, func(any) any { return Mask })
+	return walk(v, Place{}, func(any, Place) any { return Mask })
 }
 
-// walk copies v, replacing the value of every secret key with f(value).
-func walk(v any, f func(any) any) any {
+// walk copies v, replacing the value of every secret key with f(value,
+// its place).
+func walk(v any, p Place, f func(any, Place) any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, val := range t {
 			if IsSecretKey(k) && val != nil {
-				out[k] = f(val)
+				out[k] = f(val, p.Key(k))
 				continue
 			}
-			out[k] = walk(val, f)
+			out[k] = walk(val, p.Key(k), f)
 		}
 		return out
 	case []any:
 		out := make([]any, len(t))
 		for i, val := range t {
-			out[i] = walk(val, f)
+			out[i] = walk(val, p.Elem(), f)
 		}
 		return out
 	default:
@@ -212,13 +277,16 @@ func walk(v any, f func(any) any) any {
 	}
 }
 
-// SealJSON seals a raw JSON document. Invalid JSON is returned as an error, never stored.
-func (b *Box) SealJSON(raw []byte) ([]byte, error) {
-	return transformJSON(raw, func(v any) (any, error) { return b.SealDoc(v), nil })
+// SealJSON seals a raw JSON document stored at p. Invalid JSON is returned
+// as an error, never stored.
+func (b *Box) SealJSON(raw []byte, p Place) ([]byte, error) {
+	return transformJSON(raw, func(v any) (any, error) { return b.SealDoc(v, p) })
 }
 
-// OpenJSON opens a raw JSON document sealed by SealJSON.
-func (b *Box) OpenJSON(raw []byte) ([]byte, error) { return transformJSON(raw, b.OpenDoc) }
+// OpenJSON opens a raw JSON document sealed by SealJSON at p.
+func (b *Box) OpenJSON(raw []byte, p Place) ([]byte, error) {
+	return transformJSON(raw, func(v any) (any, error) { return b.OpenDoc(v, p) })
+}
 
 // MaskJSON masks a raw JSON document.
 func MaskJSON(raw []byte) ([]byte, error) {

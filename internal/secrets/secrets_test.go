@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -38,7 +39,8 @@ func TestSealOpenMaskRoundTrip(t *testing.T) {
 	b := testBox(t)
 	in := `{"k8s":{"master_node":{"username":"ubuntu","password":"a'b; touch /tmp/pwned #","port":22}},` +
 		`"vims":[{"accessInfo":{"password":{"nested":[1,2]},"username":"admin"}}],"token":12345}`
-	sealed, err := b.SealJSON([]byte(in))
+	at := At("vnf_lcm_op_occs/1/operation_params")
+	sealed, err := b.SealJSON([]byte(in), at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,11 +52,14 @@ func TestSealOpenMaskRoundTrip(t *testing.T) {
 	if !strings.Contains(string(sealed), `"username":"ubuntu"`) {
 		t.Fatalf("non-secret value changed: %s", sealed)
 	}
-	again, err := b.SealJSON(sealed)
+	again, err := b.SealJSON(sealed, at)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opened, err := b.OpenJSON(again)
+	if string(again) != string(sealed) {
+		t.Fatal("sealing a sealed document again changed it")
+	}
+	opened, err := b.OpenJSON(again, at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,18 +75,83 @@ func TestSealOpenMaskRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(masked), "enc:v1:") || strings.Count(string(masked), Mask) != 3 {
+	if strings.Contains(string(masked), "enc:v") || strings.Count(string(masked), Mask) != 3 {
 		t.Fatalf("mask: %s", masked)
 	}
 }
 
 func TestOpenWithWrongKeyFails(t *testing.T) {
-	s := testBox(t).Seal([]byte(`"x"`))
-	if _, err := testBox(t).Open(s); err == nil {
+	at := At("t/1").Key("password")
+	s := testBox(t).SealAt([]byte(`"x"`), at)
+	if _, err := testBox(t).OpenAt(s, at); err == nil {
 		t.Fatal("open with another key succeeded")
 	}
-	if _, err := testBox(t).Open("enc:v1:!!"); err == nil {
+	if _, err := testBox(t).OpenAt("enc:v1:!!", at); err == nil {
 		t.Fatal("corrupt value opened")
+	}
+}
+
+// TestSealedValuesAreBoundToTheirPlace: a value opens only in the row and
+// at the JSON path it was sealed for; copied into another row, another
+// field or another document it does not open, and sealing a document that
+// holds such a copy is an error.
+func TestSealedValuesAreBoundToTheirPlace(t *testing.T) {
+	b := testBox(t)
+	inst := At("vnf_instances/aaaa")
+	doc, err := b.SealDoc(map[string]any{"metadata": map[string]any{"api_token": "tok-1"},
+		"vimConnectionInfo": []any{map[string]any{"accessInfo": map[string]any{"password": "vim-pw"}}}}, inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := doc.(map[string]any)["metadata"].(map[string]any)["api_token"].(string)
+	vimPW := doc.(map[string]any)["vimConnectionInfo"].([]any)[0].(map[string]any)["accessInfo"].(map[string]any)["password"].(string)
+	if !strings.HasPrefix(token, "enc:v3:"+b.KeyID()+":") || !IsSealed(token) {
+		t.Fatalf("sealed value %q", token)
+	}
+	if v, err := b.OpenValue(token, inst.Key("metadata").Key("api_token")); err != nil || v != "tok-1" {
+		t.Fatalf("open at its place: %v %v", v, err)
+	}
+	// Array positions do not matter: the element's field does.
+	if _, err := b.OpenAt(vimPW, Place{Row: inst.Row, Path: "/vimConnectionInfo/*/accessInfo/password"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, wrong := range []Place{
+		At("vnf_instances/bbbb").Key("metadata").Key("api_token"),                            // another row
+		inst.Key("metadata").Key("password"),                                                 // another field
+		inst.Key("extensions").Key("api_token"),                                              // another column
+		At("vnf_lcm_op_occs/aaaa/operation_params").Key("additionalParams").Key("api_token"), // another table
+	} {
+		if _, err := b.OpenAt(token, wrong); !errors.Is(err, ErrMisplaced) {
+			t.Errorf("opened at %s: %v", wrong, err)
+		}
+	}
+	// A request (or a restored backup) that carries the copied value into
+	// another document: sealing that document refuses it.
+	moved := map[string]any{"additionalParams": map[string]any{"node_password": token}}
+	if _, err := b.SealDoc(moved, At("vnf_lcm_op_occs/cccc/operation_params")); !errors.Is(err, ErrMisplaced) {
+		t.Fatalf("sealing a document with a value sealed elsewhere: %v", err)
+	}
+	opened, err := b.OpenDoc(moved, At("vnf_lcm_op_occs/cccc/operation_params"))
+	if !errors.Is(err, ErrMisplaced) || opened.(map[string]any)["additionalParams"].(map[string]any)["node_password"] != Mask {
+		t.Fatalf("opening a document with a value sealed elsewhere: %v %v", opened, err)
+	}
+	// Keys with '/' or '*' do not alias other paths.
+	a := b.SealAt([]byte(`"x"`), inst.Key("a/b"))
+	if _, err := b.OpenAt(a, inst.Key("a").Key("b")); err == nil {
+		t.Fatal(`"a/b" and a/b are the same place`)
+	}
+	e := b.SealAt([]byte(`"x"`), inst.Key("l").Key("*"))
+	if _, err := b.OpenAt(e, inst.Key("l").Elem()); err == nil {
+		t.Fatal(`key "*" and an array element are the same place`)
+	}
+}
+
+func TestLooksSealed(t *testing.T) {
+	for s, want := range map[string]bool{"enc:v1:x": true, "enc:v2:k:x": true, "enc:v3:k:x": true, "enc:v17:": true,
+		"enc:v": false, "enc:vx:": false, "enc:v3": false, "xenc:v2:k": false, "hunter2": false} {
+		if LooksSealed(s) != want {
+			t.Errorf("LooksSealed(%q) = %v", s, !want)
+		}
 	}
 }
 

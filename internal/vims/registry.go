@@ -288,8 +288,14 @@ func credValues(cred map[string]any) []string {
 	return out
 }
 
+// CredPlace and ExtraPlace are where a VIM's sealed values live (auth_cred
+// values each at CredPlace(id).Key(name)): bound to the VIM, a value
+// cannot be copied into another VIM or field.
+func CredPlace(id string) secrets.Place  { return secrets.At("vims/" + id + "/auth_cred") }
+func ExtraPlace(id string) secrets.Place { return secrets.At("vims/" + id + "/extra") }
+
 // sealCred seals every auth_cred value whose key is not public.
-func (s *Registry) sealCred(cred map[string]any) (map[string]any, error) {
+func (s *Registry) sealCred(id string, cred map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(cred))
 	for k, v := range cred {
 		if IsPublicCredKey(k) || v == nil {
@@ -297,10 +303,15 @@ func (s *Registry) sealCred(cred map[string]any) (map[string]any, error) {
 			continue
 		}
 		if str, ok := v.(string); ok && secrets.IsSealed(str) {
-			out[k] = str
+			// Kept only if it was sealed for this VIM and field.
+			r, _, err := s.box.Reseal(str, CredPlace(id).Key(k))
+			if err != nil {
+				return nil, fmt.Errorf("vim credentials: %w", err)
+			}
+			out[k] = r
 			continue
 		}
-		sealed, err := s.box.SealValue(v)
+		sealed, err := s.box.SealValue(v, CredPlace(id).Key(k))
 		if err != nil {
 			return nil, err
 		}
@@ -310,7 +321,7 @@ func (s *Registry) sealCred(cred map[string]any) (map[string]any, error) {
 }
 
 // openCred reverses sealCred.
-func (s *Registry) openCred(cred map[string]any) (map[string]any, error) {
+func (s *Registry) openCred(id string, cred map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(cred))
 	for k, v := range cred {
 		str, ok := v.(string)
@@ -318,7 +329,7 @@ func (s *Registry) openCred(cred map[string]any) (map[string]any, error) {
 			out[k] = v
 			continue
 		}
-		plain, err := s.box.OpenValue(str)
+		plain, err := s.box.OpenValue(str, CredPlace(id).Key(k))
 		if err != nil {
 			return nil, fmt.Errorf("vim credentials: %w", err)
 		}
@@ -327,12 +338,16 @@ func (s *Registry) openCred(cred map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
-func (s *Registry) sealExtra(extra map[string]any) map[string]any {
+func (s *Registry) sealExtra(id string, extra map[string]any) (map[string]any, error) {
 	if extra == nil {
-		return map[string]any{}
+		return map[string]any{}, nil
 	}
-	v, _ := s.box.SealDoc(extra).(map[string]any)
-	return v
+	v, err := s.box.SealDoc(extra, ExtraPlace(id))
+	if err != nil {
+		return nil, fmt.Errorf("vim extra: %w", err)
+	}
+	m, _ := v.(map[string]any)
+	return m, nil
 }
 
 // Register registers a VIM from the member of a {"vim": {...}} body
@@ -406,11 +421,13 @@ func (s *Registry) Register(ctx context.Context, raw []byte, verify bool) (*stor
 }
 
 func (s *Registry) create(ctx context.Context, v *store.Vim, cred, extra map[string]any) (*store.Vim, error) {
-	sealed, err := s.sealCred(cred)
+	sealed, err := s.sealCred(v.ID, cred)
 	if err != nil {
 		return nil, err
 	}
-	v.Extra = s.sealExtra(extra)
+	if v.Extra, err = s.sealExtra(v.ID, extra); err != nil {
+		return nil, err
+	}
 	v.Auth = store.VimAuth{AuthURL: v.AuthURL, VimProject: v.VimProject, AuthCred: sealed, KeyID: s.box.KeyID()}
 	out, err := s.st.CreateVim(ctx, v)
 	if err != nil {
@@ -512,13 +529,13 @@ func (s *Registry) Update(ctx context.Context, id string, raw []byte, verify boo
 			return nil, err
 		}
 	} else if accessChanged {
-		if extra, err = s.openExtra(cur.Extra); err != nil {
+		if extra, err = s.openExtra(id, cur.Extra); err != nil {
 			return nil, err
 		}
 	}
 	auth := cur.Auth
 	if accessChanged {
-		oldCred, err := s.openCred(cur.Auth.AuthCred)
+		oldCred, err := s.openCred(id, cur.Auth.AuthCred)
 		if err != nil {
 			return nil, err
 		}
@@ -552,11 +569,17 @@ func (s *Registry) Update(ctx context.Context, id string, raw []byte, verify boo
 		if next.Status, next.PlacementAttr, err = s.verify(ctx, next.Name, next.Type, next.AuthURL, next.VimProject, cred, extra, skip || !verify); err != nil {
 			return nil, err
 		}
-		sealed, err := s.sealCred(cred)
+		sealed, err := s.sealCred(id, cred)
 		if err != nil {
 			return nil, err
 		}
 		auth = store.VimAuth{AuthURL: cur.AuthURL, VimProject: next.VimProject, AuthCred: sealed, KeyID: s.box.KeyID()}
+	}
+	var sealedExtra map[string]any
+	if r.has("extra") {
+		if sealedExtra, err = s.sealExtra(id, extra); err != nil {
+			return nil, err
+		}
 	}
 	out, err := s.st.UpdateVim(ctx, id, func(v *store.Vim) error {
 		if !v.UpdatedAt.Equal(cur.UpdatedAt) {
@@ -565,7 +588,7 @@ func (s *Registry) Update(ctx context.Context, id string, raw []byte, verify boo
 		v.Name, v.Description, v.TenantID, v.IsDefault, v.Shared = next.Name, next.Description, next.TenantID, next.IsDefault, next.Shared
 		v.Status, v.PlacementAttr, v.VimProject, v.Auth = next.Status, next.PlacementAttr, next.VimProject, auth
 		if r.has("extra") {
-			v.Extra = s.sealExtra(extra)
+			v.Extra = sealedExtra
 		}
 		return nil
 	})
@@ -579,8 +602,8 @@ func (s *Registry) Update(ctx context.Context, id string, raw []byte, verify boo
 	return out, nil
 }
 
-func (s *Registry) openExtra(extra map[string]any) (map[string]any, error) {
-	v, err := s.box.OpenDoc(extra)
+func (s *Registry) openExtra(id string, extra map[string]any) (map[string]any, error) {
+	v, err := s.box.OpenDoc(extra, ExtraPlace(id))
 	if err != nil {
 		return nil, fmt.Errorf("vim extra: %w", err)
 	}
@@ -702,11 +725,11 @@ func (s *Registry) RotateKeys(ctx context.Context) (int, error) {
 	for _, v := range all {
 		changed := false
 		_, err := s.st.UpdateVim(ctx, v.ID, func(v *store.Vim) error {
-			cred, c1, err := s.box.ResealDoc(v.Auth.AuthCred)
+			cred, c1, err := s.box.ResealDoc(v.Auth.AuthCred, CredPlace(v.ID))
 			if err != nil {
 				return fmt.Errorf("vim %s credentials: %w", v.ID, err)
 			}
-			extra, c2, err := s.box.ResealDoc(v.Extra)
+			extra, c2, err := s.box.ResealDoc(v.Extra, ExtraPlace(v.ID))
 			if err != nil {
 				return fmt.Errorf("vim %s extra: %w", v.ID, err)
 			}
@@ -811,11 +834,11 @@ func (s *Registry) vimConnection(v *store.Vim, c model.VimConnectionInfo, i int)
 	if c.VimType != "" && NormalizeVimType(c.VimType) != typ {
 		return c, errorf(KindInvalid, "vimConnectionInfo[%d].vimType %q does not match VIM %s (%s), which is a %s VIM (vimType %s)", i, c.VimType, v.Name, v.ID, v.Type, typ)
 	}
-	cred, err := s.openCred(v.Auth.AuthCred)
+	cred, err := s.openCred(v.ID, v.Auth.AuthCred)
 	if err != nil {
 		return c, fmt.Errorf("vim %s (%s): %w", v.Name, v.ID, err)
 	}
-	extra, err := s.openExtra(v.Extra)
+	extra, err := s.openExtra(v.ID, v.Extra)
 	if err != nil {
 		return c, err
 	}

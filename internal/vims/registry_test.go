@@ -112,7 +112,7 @@ func TestRegisterVim(t *testing.T) {
 	if err := w.st.Pool().QueryRow(ctx, `SELECT auth_cred::text, key_id FROM vim_auths WHERE vim_id=$1`, v.ID).Scan(&cred, &keyID); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(cred, "devstack") || !strings.Contains(cred, `"password": "enc:v2:`+w.svc.box.KeyID()) ||
+	if strings.Contains(cred, "devstack") || !strings.Contains(cred, `"password": "enc:v3:`+w.svc.box.KeyID()) ||
 		!strings.Contains(cred, `"username": "nfv_user"`) || keyID != w.svc.box.KeyID() {
 		t.Fatalf("stored auth_cred %s key %s", cred, keyID)
 	}
@@ -436,7 +436,7 @@ func TestRotateVimKeys(t *testing.T) {
 		t.Fatalf("after rotation: %v %v", conn, err)
 	}
 	got, _ := onlyNew.Get(ctx, v.ID)
-	extra, err := onlyNew.openExtra(got.Extra)
+	extra, err := onlyNew.openExtra(got.ID, got.Extra)
 	if err != nil || extra["helm_password"] != "h3lm" || got.Auth.KeyID != secrets.KeyID(k2) {
 		t.Fatalf("extra after rotation %v %v key %s", extra, err, got.Auth.KeyID)
 	}

@@ -222,7 +222,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 
 	dump := dumpDatabase(t, conn)
-	if !strings.Contains(dump, "enc:v2:") {
+	if !strings.Contains(dump, "enc:v3:") {
 		t.Fatal("no sealed value in the database: the secrets did not get stored at all?")
 	}
 	for _, s := range []string{"******"} {

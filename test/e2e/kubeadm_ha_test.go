@@ -22,6 +22,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
+	"github.com/mini-vnfm/mini-vnfm/internal/vims"
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg/vnfpkgtest"
 )
 
@@ -279,7 +280,7 @@ func (e *k8sEnv) vimClient(vimID string) *vimClient {
 		if !secrets.IsSealed(raw) {
 			return raw
 		}
-		plain, err := box.OpenValue(raw)
+		plain, err := box.OpenValue(raw, vims.CredPlace(v.ID).Key(k))
 		if err != nil {
 			e.t.Fatal(err)
 		}

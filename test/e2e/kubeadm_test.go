@@ -31,6 +31,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
+	"github.com/mini-vnfm/mini-vnfm/internal/vims"
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg/vnfpkgtest"
 )
 
@@ -394,7 +395,7 @@ func (e *k8sEnv) checkVimUsable(vimID string, want []string) {
 		if !secrets.IsSealed(raw) {
 			return raw
 		}
-		plain, err := box.OpenValue(raw)
+		plain, err := box.OpenValue(raw, vims.CredPlace(v.ID).Key(k))
 		if err != nil {
 			e.t.Fatalf("auth_cred.%s: %v", k, err)
 		}

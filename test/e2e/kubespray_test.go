@@ -33,6 +33,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
+	"github.com/mini-vnfm/mini-vnfm/internal/vims"
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg/vnfpkgtest"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kubespray"
@@ -476,7 +477,7 @@ func (e *kspEnv) vimCred(name string) (*store.Vim, string, string) {
 		if !secrets.IsSealed(raw) {
 			return raw
 		}
-		plain, err := box.OpenValue(raw)
+		plain, err := box.OpenValue(raw, vims.CredPlace(v.ID).Key(k))
 		if err != nil {
 			e.t.Fatalf("auth_cred.%s: %v", k, err)
 		}
