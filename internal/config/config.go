@@ -21,20 +21,25 @@ import (
 
 // Config is the whole server configuration.
 type Config struct {
-	DatabaseURL  string        `env:"DATABASE_URL"`
-	DataDir      string        `env:"VNFM_DATA_DIR" envDefault:"./.vnfm"`
-	Listen       string        `env:"VNFM_LISTEN" envDefault:"127.0.0.1:9890"`
-	EndpointURL  string        `env:"VNFM_ENDPOINT_URL"`
-	SecretKey    string        `env:"VNFM_SECRET_KEY"`
-	LogLevel     string        `env:"VNFM_LOG_LEVEL" envDefault:"info"`
-	LogFormat    string        `env:"VNFM_LOG_FORMAT" envDefault:"text"`
-	Engine       bool          `env:"VNFM_ENGINE" envDefault:"true"`
-	Workers      int           `env:"VNFM_WORKERS" envDefault:"8"`
-	Lease        time.Duration `env:"VNFM_LEASE" envDefault:"30s"`
-	Poll         time.Duration `env:"VNFM_POLL" envDefault:"2s"`
-	PageSize     int           `env:"VNFM_PAGE_SIZE" envDefault:"100"`
-	MaxBodyBytes int64         `env:"VNFM_MAX_BODY_BYTES" envDefault:"1048576"`
-	ShutdownWait time.Duration `env:"VNFM_SHUTDOWN_TIMEOUT" envDefault:"15s"`
+	DatabaseURL string `env:"DATABASE_URL"`
+	// DatabaseURLFile and DatabasePasswordFile keep the database password out
+	// of the environment (docker compose secrets): the URL read from a file,
+	// or the password read from a file and put into DATABASE_URL.
+	DatabaseURLFile      string        `env:"DATABASE_URL_FILE"`
+	DatabasePasswordFile string        `env:"DATABASE_PASSWORD_FILE"`
+	DataDir              string        `env:"VNFM_DATA_DIR" envDefault:"./.vnfm"`
+	Listen               string        `env:"VNFM_LISTEN" envDefault:"127.0.0.1:9890"`
+	EndpointURL          string        `env:"VNFM_ENDPOINT_URL"`
+	SecretKey            string        `env:"VNFM_SECRET_KEY"`
+	LogLevel             string        `env:"VNFM_LOG_LEVEL" envDefault:"info"`
+	LogFormat            string        `env:"VNFM_LOG_FORMAT" envDefault:"text"`
+	Engine               bool          `env:"VNFM_ENGINE" envDefault:"true"`
+	Workers              int           `env:"VNFM_WORKERS" envDefault:"8"`
+	Lease                time.Duration `env:"VNFM_LEASE" envDefault:"30s"`
+	Poll                 time.Duration `env:"VNFM_POLL" envDefault:"2s"`
+	PageSize             int           `env:"VNFM_PAGE_SIZE" envDefault:"100"`
+	MaxBodyBytes         int64         `env:"VNFM_MAX_BODY_BYTES" envDefault:"1048576"`
+	ShutdownWait         time.Duration `env:"VNFM_SHUTDOWN_TIMEOUT" envDefault:"15s"`
 	// Notifications: retry delays and how long to keep retrying one notification.
 	NotifyBackoffMin time.Duration `env:"VNFM_NOTIFY_BACKOFF_MIN" envDefault:"1s"`
 	NotifyBackoffMax time.Duration `env:"VNFM_NOTIFY_BACKOFF_MAX" envDefault:"5m"`
@@ -83,6 +88,9 @@ func Load() (*Config, error) {
 	var c Config
 	if err := env.Parse(&c); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := c.databaseFromFiles(); err != nil {
+		return nil, err
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return nil, errors.New("config: TLS needs both VNFM_TLS_CERT_FILE and VNFM_TLS_KEY_FILE (PEM files), or neither")
@@ -134,6 +142,48 @@ func (c *Config) OutboundPolicy(simulator bool) (*outbound.Policy, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return p, nil
+}
+
+// databaseFromFiles applies DATABASE_URL_FILE and DATABASE_PASSWORD_FILE.
+func (c *Config) databaseFromFiles() error {
+	read := func(name, path string) (string, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("config: %s: %w", name, err)
+		}
+		v := strings.TrimRight(string(b), "\r\n")
+		if v == "" {
+			return "", fmt.Errorf("config: %s: %s is empty", name, path)
+		}
+		return v, nil
+	}
+	if c.DatabaseURLFile != "" {
+		if c.DatabaseURL != "" {
+			return errors.New("config: set DATABASE_URL or DATABASE_URL_FILE, not both")
+		}
+		v, err := read("DATABASE_URL_FILE", c.DatabaseURLFile)
+		if err != nil {
+			return err
+		}
+		c.DatabaseURL = v
+	}
+	if c.DatabasePasswordFile == "" {
+		return nil
+	}
+	pw, err := read("DATABASE_PASSWORD_FILE", c.DatabasePasswordFile)
+	if err != nil {
+		return err
+	}
+	u, err := url.Parse(c.DatabaseURL)
+	if c.DatabaseURL == "" || err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.User == nil || u.User.Username() == "" {
+		return errors.New("config: DATABASE_PASSWORD_FILE needs DATABASE_URL as postgres://user@host:port/db (the password goes in from the file)")
+	}
+	if _, has := u.User.Password(); has {
+		return errors.New("config: DATABASE_URL already holds a password; with DATABASE_PASSWORD_FILE leave it out (postgres://user@host/db)")
+	}
+	u.User = url.UserPassword(u.User.Username(), pw)
+	c.DatabaseURL = u.String()
+	return nil
 }
 
 // SimulatorOn reports whether serve starts the embedded OpenStack simulator.

@@ -173,3 +173,49 @@ func TestOutboundPolicyAuto(t *testing.T) {
 		}
 	}
 }
+
+// TestDatabaseSecretsFromFiles: the database password can stay out of the
+// environment (docker compose secrets).
+func TestDatabaseSecretsFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pw, []byte("s3cr3t/p@ss\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	urlFile := filepath.Join(dir, "url")
+	if err := os.WriteFile(urlFile, []byte("postgres://vnfm:x@db:5432/vnfm?sslmode=disable\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key := secrets.NewKey()
+	for _, tc := range []struct {
+		env     map[string]string
+		want    string
+		wantErr string
+	}{
+		{map[string]string{"DATABASE_URL": "postgres://vnfm@db:5432/vnfm?sslmode=disable", "DATABASE_PASSWORD_FILE": pw},
+			"postgres://vnfm:s3cr3t%2Fp%40ss@db:5432/vnfm?sslmode=disable", ""},
+		{map[string]string{"DATABASE_URL_FILE": urlFile}, "postgres://vnfm:x@db:5432/vnfm?sslmode=disable", ""},
+		{map[string]string{"DATABASE_URL": "postgres://vnfm:inline@db/vnfm", "DATABASE_PASSWORD_FILE": pw}, "", "already holds a password"},
+		{map[string]string{"DATABASE_PASSWORD_FILE": pw}, "", "needs DATABASE_URL"},
+		{map[string]string{"DATABASE_URL": "postgres://db/vnfm", "DATABASE_URL_FILE": urlFile}, "", "not both"},
+		{map[string]string{"DATABASE_URL_FILE": filepath.Join(dir, "missing")}, "", "DATABASE_URL_FILE"},
+	} {
+		for _, k := range []string{"DATABASE_URL", "DATABASE_URL_FILE", "DATABASE_PASSWORD_FILE"} {
+			t.Setenv(k, tc.env[k])
+		}
+		t.Setenv("VNFM_SECRET_KEY", key)
+		c, err := Load()
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: %v, want %q", tc.env, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", tc.env, err)
+		}
+		if c.DatabaseURL != tc.want {
+			t.Errorf("%v: DATABASE_URL %q, want %q", tc.env, c.DatabaseURL, tc.want)
+		}
+	}
+}
