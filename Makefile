@@ -12,7 +12,7 @@ TESTFLAGS ?=
 SHELL_SCRIPTS := $(wildcard scripts/*.sh) .ci/run mgmtdrivers/kubeadm/gen_script.sh
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test lint bench migrate-up image clean samples demo fuzz
+.PHONY: help build run test lint bench migrate-up image clean samples demo fuzz kube
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -22,11 +22,15 @@ build: ## build the static binaries: bin/vnfm, the Kubernetes stand-in bin/k8s-s
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/k8s-standin ./cmd/k8s-standin
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/openstack-sim ./cmd/openstack-sim
 
-run: build ## install missing run-time packages, then `bin/vnfm serve` (embedded PostgreSQL unless DATABASE_URL is set)
+run: build ## install missing run-time packages, build the Kubernetes binaries once (make kube), then `bin/vnfm serve` (embedded PostgreSQL unless DATABASE_URL is set)
 	scripts/ensure-deps.sh
+	$(GO) run ./cmd/kubeworld build
 	$(BIN) serve
 
-test: ## run all tests: shell scripts (bats), every fuzz target briefly, then Go (real PostgreSQL; TEST_DATABASE_URL for another server)
+kube: ## build the real Kubernetes binaries of the test world once per machine (~6-8 min on 2 cores; cached: `go run ./cmd/kubeworld path`)
+	$(GO) run ./cmd/kubeworld build
+
+test: kube ## run all tests: shell scripts (bats), every fuzz target briefly, then Go (real PostgreSQL; TEST_DATABASE_URL for another server)
 	bats test/bats
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(or $(FUZZTIME),5s)
 	$(GO) test -count=1 -timeout 20m $(RACE) $(TESTFLAGS) ./...
