@@ -37,6 +37,7 @@ type server struct {
 	hostname                  string
 	keys                      []testhosts.HostKey
 	console                   []string
+	keysAt                    time.Time // when the console shows the host keys (Options.HostKeysAfter)
 	fault                     map[string]any
 	host                      *testhosts.Host
 	seq                       int
@@ -280,7 +281,7 @@ func (s *Sim) bootServer(ctx context.Context, sv *server, failMsg string) error 
 	}
 	now := s.now()
 	sv.status, sv.vmState, sv.task, sv.power, sv.launch, sv.updated = "ACTIVE", "active", "", 1, now, now
-	sv.console = s.consoleLog(sv, log)
+	sv.console, sv.keysAt = s.consoleLog(sv, log), time.Now().Add(s.opts.HostKeysAfter)
 	s.logf("nova: server %s (%s) ACTIVE%s", sv.name, sv.id, map[bool]string{true: " as test host " + spec.Name, false: ""}[spec.Name != ""])
 	return nil
 }
@@ -392,6 +393,17 @@ func (s *Sim) consoleLog(sv *server, extra []string) []string {
 		fmt.Sprintf("Debian GNU/Linux 12 %s ttyS0", sv.hostname),
 		"",
 		sv.hostname+" login: ")
+	return lines
+}
+
+// withoutHostKeys is a console log before cloud-init printed the host
+// keys: the lines from the first key block on are not there yet.
+func withoutHostKeys(lines []string) []string {
+	for i, l := range lines {
+		if strings.Contains(l, "-----BEGIN SSH HOST KEY FINGERPRINTS-----") {
+			return lines[:max(i-1, 0)] // and the ##### line above it
+		}
+	}
 	return lines
 }
 
@@ -975,6 +987,9 @@ func (s *Sim) novaAction(w http.ResponseWriter, r *http.Request, sv *server) {
 		}
 		s.mu.Lock()
 		lines := sv.console
+		if time.Now().Before(sv.keysAt) {
+			lines = withoutHostKeys(lines) // cloud-init has not got that far yet
+		}
 		s.mu.Unlock()
 		if length >= 0 && length < len(lines) {
 			lines = lines[len(lines)-length:]
@@ -1076,7 +1091,7 @@ func (s *Sim) rebuildServer(ctx context.Context, sv *server) error {
 	now := s.now()
 	sv.keys = keys
 	sv.status, sv.vmState, sv.task, sv.power, sv.launch, sv.updated = "ACTIVE", "active", "", 1, now, now
-	sv.console = s.consoleLog(sv, log)
+	sv.console, sv.keysAt = s.consoleLog(sv, log), time.Now().Add(s.opts.HostKeysAfter)
 	return nil
 }
 

@@ -120,6 +120,11 @@ type Options struct {
 	Now func() time.Time
 	// Logf, when set, receives a line per notable event.
 	Logf func(format string, args ...any)
+	// HostKeysAfter is how long after a server became ACTIVE its console
+	// log shows the host key fingerprints (default 0: at once), as
+	// cloud-init prints them some seconds into the boot: for clients that
+	// must wait for them.
+	HostKeysAfter time.Duration
 	// Faults are the initial fault-injection settings.
 	Faults Faults
 	// StateFile keeps the cloud's state across restarts (see persist.go):

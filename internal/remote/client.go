@@ -59,6 +59,17 @@ type Target struct {
 	// FingerprintsFromConsole). When there is no pin yet, the offered key
 	// must match one of them, and is then pinned.
 	PublishedFingerprints []string
+	// HostKeyTrust is how a first contact (no pin yet, or HostKeyRepin)
+	// trusts the key the server offers: TrustPublished, TrustTOFU or
+	// TrustPinned (see HostKeyTrust). Empty keeps HostKeyPolicy's rule.
+	HostKeyTrust HostKeyTrust
+	// FetchFingerprints reads the fingerprints the cloud published now
+	// (the console log). Under TrustPublished without
+	// PublishedFingerprints, Dial calls it every FingerprintPoll (default
+	// 3 s) until it returns some or FingerprintWait (default 3 min) passed.
+	FetchFingerprints func(ctx context.Context) ([]string, error)
+	FingerprintWait   time.Duration
+	FingerprintPoll   time.Duration
 
 	// Dialer opens the TCP connection; default a net.Dialer. Tests pass
 	// testhosts.Network.Dial.
@@ -220,6 +231,9 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		return nil, errors.New("remote: Target.Host and Target.User are required")
 	}
 	addr := t.addr()
+	if err := resolveTrust(ctx, &t, addr); err != nil {
+		return nil, err
+	}
 	hk := newHostKeyCheck(&t, addr)
 	if err := hk.validate(); err != nil {
 		return nil, err

@@ -23,6 +23,10 @@
 //     negotiated (golang/go#29286). A mismatch is a *HostKeyMismatchError
 //     that names the host and both fingerprints; nothing was sent to the
 //     host. A heal re-pins with HostKeyRepin or PinStore.Replace.
+//   - how a first contact trusts a key is [HostKeyTrust]: TrustPublished
+//     waits (bounded) for the cloud's fingerprints (FetchFingerprints) and
+//     refuses without them (*UnpublishedError, nothing sent); TrustPinned
+//     takes the caller's fingerprints; TrustTOFU pins whatever answers first.
 //   - keepalives detect dead hosts so that commands fail instead of hanging;
 //   - a [Session] (OpenSession) reconnects once, host key checked against
 //     the pin, when a command or upload could not start, and never repeats
