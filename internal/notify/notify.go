@@ -307,7 +307,7 @@ func (n *Notifier) send(ctx context.Context, sub *store.Subscription, auth *Auth
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return fmt.Errorf("POST %s answered %s (want 204)", sub.CallbackURI, res.Status)
+		return fmt.Errorf("POST %s answered %s (want 204)", sub.CallbackURI, outbound.Status(res.StatusCode))
 	}
 	return nil
 }
@@ -368,7 +368,7 @@ func (n *Notifier) token(ctx context.Context, client *http.Client, endpoint, id,
 		ExpiresIn   int    `json:"expires_in"`
 	}
 	if res.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("token request to %s answered %s", endpoint, res.Status)
+		return "", fmt.Errorf("token request to %s answered %s", endpoint, outbound.Status(res.StatusCode))
 	}
 	if err := json.NewDecoder(io.LimitReader(res.Body, 64<<10)).Decode(&body); err != nil || body.AccessToken == "" {
 		return "", fmt.Errorf("token endpoint %s returned no access_token", endpoint)
@@ -400,7 +400,7 @@ func (n *Notifier) TestCallback(ctx context.Context, uri string, a *Authenticati
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 	if res.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("GET %s answered %s; the notification endpoint must answer 204 No Content", uri, res.Status)
+		return fmt.Errorf("GET %s answered %s; the notification endpoint must answer 204 No Content", uri, outbound.Status(res.StatusCode))
 	}
 	return nil
 }

@@ -1,10 +1,12 @@
 package notify_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -357,5 +359,34 @@ func TestCallbackPolicy(t *testing.T) {
 		if !asInvalid(err, &ie) || !ie.Unprocessable || !strings.Contains(ie.Detail, tc.want) || !strings.Contains(ie.Detail, "outbound-URL policy") {
 			t.Fatalf("%s: %v", tc.body, err)
 		}
+	}
+}
+
+// TestRemoteTextIsNotRepeated: an endpoint's own reason phrase and body do
+// not come back in the error (the standard reason phrase does).
+func TestRemoteTextIsNotRepeated(t *testing.T) {
+	w := setup(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = bufio.NewReader(c).ReadString('\n')
+				_, _ = c.Write([]byte("HTTP/1.1 403 internal-db.corp:5432 said no\r\nContent-Length: 22\r\nConnection: close\r\n\r\ninternal-db.corp body\n"))
+			}()
+		}
+	}()
+	var ie *notify.InvalidError
+	_, err = w.subs.Create(context.Background(), []byte(`{"callbackUri":"http://`+ln.Addr().String()+`/cb"}`))
+	if !asInvalid(err, &ie) || !strings.Contains(ie.Detail, "403 Forbidden") || strings.Contains(ie.Detail, "internal-db") {
+		t.Fatalf("err %v", err)
 	}
 }

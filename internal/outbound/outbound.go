@@ -355,6 +355,15 @@ func (p *Policy) probeDial(ctx context.Context, network, address string) (net.Co
 	return c, err
 }
 
+// Status names an HTTP answer by its code and the standard reason phrase:
+// the phrase a server sends is its own text and is not repeated.
+func Status(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return fmt.Sprintf("%d %s", code, t)
+	}
+	return strconv.Itoa(code)
+}
+
 // Describe turns an error of a client of this package into a sentence for
 // the person who gave the URL: the policy's refusal, a redirect, a name
 // that does not resolve, a connection that failed (one sentence for every

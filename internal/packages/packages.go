@@ -56,6 +56,9 @@ type Config struct {
 	SpoolDir string
 	// FetchTimeout bounds upload_from_uri downloads (default 5m).
 	FetchTimeout time.Duration
+	// MaxFetches bounds the upload_from_uri downloads in progress in this
+	// process (default 4); more wait for a slot.
+	MaxFetches int
 	// Lease of an onboarding (default 2m); Sweep resumes expired ones.
 	Lease time.Duration
 	// Outbound is the policy upload_from_uri downloads go through (nil: the
@@ -65,12 +68,13 @@ type Config struct {
 
 // Service implements package management.
 type Service struct {
-	cfg    Config
-	client *http.Client
-	st     *store.Store
-	log    *slog.Logger
-	owner  string
-	wg     sync.WaitGroup
+	cfg     Config
+	client  *http.Client
+	fetches chan struct{} // a slot per download in progress
+	st      *store.Store
+	log     *slog.Logger
+	owner   string
+	wg      sync.WaitGroup
 }
 
 // New builds a Service.
@@ -83,6 +87,9 @@ func New(c Config) *Service {
 	}
 	if c.SpoolDir == "" {
 		c.SpoolDir = os.TempDir()
+	}
+	if c.MaxFetches <= 0 {
+		c.MaxFetches = 4
 	}
 	if c.FetchTimeout <= 0 {
 		c.FetchTimeout = 5 * time.Minute
@@ -97,8 +104,9 @@ func New(c Config) *Service {
 	// A probe client: the failure of a download, shown in the package's
 	// onboardingFailureDetails, must not tell closed ports from filtered ones.
 	return &Service{cfg: c, st: c.Store, log: c.Logger.With("component", "packages"),
-		owner:  fmt.Sprintf("%s-%d-%s", h, os.Getpid(), uuid.NewString()[:8]),
-		client: c.Outbound.Client(outbound.ClientOptions{Timeout: c.FetchTimeout, Probe: true})}
+		owner:   fmt.Sprintf("%s-%d-%s", h, os.Getpid(), uuid.NewString()[:8]),
+		fetches: make(chan struct{}, c.MaxFetches),
+		client:  c.Outbound.Client(outbound.ClientOptions{Timeout: c.FetchTimeout, Probe: true})}
 }
 
 // MaxBytes is the upload limit.
@@ -344,6 +352,12 @@ func (s *Service) fetch(ctx context.Context, id string, sealed []byte) (*spool, 
 	if err := json.Unmarshal(raw, &src); err != nil {
 		return nil, err
 	}
+	select {
+	case s.fetches <- struct{}{}:
+		defer func() { <-s.fetches }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("downloading %s: no download slot became free in time (VNFM_UPLOADS)", src.AddressInformation)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.AddressInformation, nil)
@@ -359,7 +373,7 @@ func (s *Service) fetch(ctx context.Context, id string, sealed []byte) (*spool, 
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("downloading %s answered %s", src.AddressInformation, res.Status)
+		return nil, fmt.Errorf("downloading %s answered %s", src.AddressInformation, outbound.Status(res.StatusCode))
 	}
 	sp, err := newSpool(s.cfg.SpoolDir, res.Body, s.cfg.MaxBytes)
 	if errors.Is(err, ErrTooLarge) {

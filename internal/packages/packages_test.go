@@ -8,6 +8,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
@@ -44,6 +47,11 @@ func (p *pattern) Read(b []byte) (int, error) {
 
 func newService(t *testing.T, dir string, parse ParseFunc) (*Service, *store.Store) {
 	t.Helper()
+	return newServiceWith(t, Config{SpoolDir: dir, Parse: parse})
+}
+
+func newServiceWith(t *testing.T, c Config) (*Service, *store.Store) {
+	t.Helper()
 	st, err := store.Open(context.Background(), pgtest.NewDB(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +59,8 @@ func newService(t *testing.T, dir string, parse ParseFunc) (*Service, *store.Sto
 	t.Cleanup(st.Close)
 	key, _ := secrets.ParseKey(secrets.NewKey())
 	box, _ := secrets.NewBox(key)
-	s := New(Config{Store: st, Box: box, Parse: parse, Logger: slog.New(slog.DiscardHandler), SpoolDir: dir})
+	c.Store, c.Box, c.Logger = st, box, slog.New(slog.DiscardHandler)
+	s := New(c)
 	t.Cleanup(s.Wait)
 	return s, st
 }
@@ -197,5 +206,51 @@ func TestUploadRefusedBeforeTheBodyIsRead(t *testing.T) {
 	p2, _ := s.Create(ctx, nil)
 	if err := s.UploadFrom(ctx, p2.ID, big); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("300 MiB: %v", err)
+	}
+}
+
+// TestFetchesAreLimited: upload_from_uri downloads beyond MaxFetches wait
+// for a slot instead of all running at once.
+func TestFetchesAreLimited(t *testing.T) {
+	var cur, peak, served atomic.Int32
+	release := make(chan struct{})
+	src := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := cur.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		<-release
+		cur.Add(-1)
+		served.Add(1)
+		_, _ = w.Write([]byte("PK not really"))
+	}))
+	defer src.Close()
+	defer close(release)
+	parse := func(context.Context, io.ReaderAt, int64) (*Parsed, error) { return nil, errors.New("not a CSAR") }
+	s, _ := newServiceWith(t, Config{SpoolDir: t.TempDir(), Parse: parse, MaxFetches: 2,
+		Outbound: &outbound.Policy{AllowLoopback: true}})
+	ctx := context.Background()
+	for i := 0; i < 4; i++ {
+		p, err := s.Create(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UploadFromURI(ctx, p.ID, []byte(`{"addressInformation":"`+src.URL+`/p.zip"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	if got := cur.Load(); got != 2 {
+		t.Fatalf("%d downloads in progress, want 2", got)
+	}
+	for i := 0; i < 4; i++ {
+		release <- struct{}{}
+	}
+	s.Wait()
+	if peak.Load() != 2 || served.Load() != 4 {
+		t.Fatalf("peak %d downloads at once, %d served", peak.Load(), served.Load())
 	}
 }

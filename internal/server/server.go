@@ -153,7 +153,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if parse == nil {
 		parse = ParseCSAR
 	}
-	pkgs := packages.New(packages.Config{Store: st, Box: box, Parse: parse, Logger: log, Outbound: policy})
+	pkgs := packages.New(packages.Config{Store: st, Box: box, Parse: parse, Logger: log, Outbound: policy, MaxFetches: cfg.Uploads})
 	defer pkgs.Wait()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
