@@ -141,7 +141,7 @@ func schemaFields(doc *openapi3.T, name string, drop ...string) (*sol013.Field, 
 
 func (a *API) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(a.recoverer, a.cleanPath, a.requestID, a.observe, a.bodyDeadline, a.originCheck, a.strictQuery, a.authenticate)
+	r.Use(a.recoverer, a.cleanPath, a.requestID, a.observe, a.bodyDeadline, a.hostCheck, a.originCheck, a.strictQuery, a.authenticate)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, problemf(http.StatusNotFound, fmt.Sprintf("no resource at %s; the VNF LCM API lives under /vnflcm/v1 (spec: /vnflcm/v1/openapi.yaml)", r.URL.Path)))
 	})

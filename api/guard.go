@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -103,6 +105,38 @@ func (a *API) originCheck(next http.Handler) http.Handler {
 			a.writeProblem(w, r, problemf(http.StatusForbidden, fmt.Sprintf(
 				"requests from %s are refused: browsers may only call this VNFM from its own origin %s; "+
 					"to allow a web front end, list its origin in VNFM_ALLOWED_ORIGINS", refused, originOf(a.base))))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostCheck guards a VNFM without authentication against DNS rebinding: a
+// page on evil.example whose name is made to resolve to 127.0.0.1 is
+// same-origin with what it fetches there, so its GETs carry no Origin. Such
+// requests name the attacker's host in Host; only IP addresses, localhost
+// and the hosts of VNFM_ENDPOINT_URL and VNFM_ALLOWED_ORIGINS are served.
+// With authentication on, a page has no credentials to send.
+func (a *API) hostCheck(next http.Handler) http.Handler {
+	if a.cfg.Auth != nil {
+		return next
+	}
+	allowed := map[string]bool{"localhost": true}
+	for _, o := range append([]string{a.base}, a.cfg.AllowedOrigins...) {
+		if u, err := url.Parse(o); err == nil && u.Hostname() != "" {
+			allowed[strings.ToLower(u.Hostname())] = true
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := strings.ToLower(r.Host)
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+		if _, err := netip.ParseAddr(host); err != nil && !allowed[host] {
+			a.writeProblem(w, r, problemf(http.StatusForbidden, fmt.Sprintf(
+				"Host %s is not a name of this VNFM, which runs without authentication; use its address or the host of VNFM_ENDPOINT_URL (%s)",
+				strconv.Quote(shorten(r.Host)), a.base)))
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -204,8 +204,8 @@ func TestSlowBodiesAreCutOff(t *testing.T) {
 	e := newEnvWith(t, 100, false, func(c *api.Config) { c.BodyTimeout = 500 * time.Millisecond })
 	addr := strings.TrimPrefix(e.srv.URL, "http://")
 	for _, head := range []string{
-		"POST /vnflcm/v1/vnf_instances HTTP/1.1\r\nHost: vnfm\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"vnfdId\":",
-		"POST /vnflcm/v1/subscriptions HTTP/1.1\r\nHost: vnfm\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"cal\r\n",
+		"POST /vnflcm/v1/vnf_instances HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"vnfdId\":",
+		"POST /vnflcm/v1/subscriptions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"cal\r\n",
 	} {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -226,6 +226,36 @@ func TestSlowBodiesAreCutOff(t *testing.T) {
 		}
 		if !strings.HasPrefix(string(b), "HTTP/1.1 408") || !strings.Contains(string(b), "VNFM_BODY_TIMEOUT") {
 			t.Fatalf("answer %q", b)
+		}
+	}
+}
+
+// TestDNSRebindingIsRefused: without authentication, a request naming
+// another host than the VNFM's (a rebound name) is refused, reads included;
+// IP addresses, localhost and the endpoint's host are served.
+func TestDNSRebindingIsRefused(t *testing.T) {
+	e := newEnv(t, 100, false)
+	get := func(host string) int {
+		req, _ := http.NewRequest("GET", e.srv.URL+"/vnflcm/v1/vnf_instances", nil)
+		req.Host = host
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode == http.StatusForbidden && !strings.Contains(string(b), "VNFM_ENDPOINT_URL") {
+			t.Fatalf("403 without the reason: %s", b)
+		}
+		return res.StatusCode
+	}
+	port := e.srv.URL[strings.LastIndex(e.srv.URL, ":"):]
+	for host, want := range map[string]int{
+		"evil.example" + port: http.StatusForbidden, "rebind.attacker.test": http.StatusForbidden,
+		"127.0.0.1" + port: http.StatusOK, "localhost" + port: http.StatusOK, "[::1]" + port: http.StatusOK, "10.1.2.3": http.StatusOK,
+	} {
+		if got := get(host); got != want {
+			t.Errorf("Host %s: %d, want %d", host, got, want)
 		}
 	}
 }

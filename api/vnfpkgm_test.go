@@ -340,7 +340,7 @@ func (e *pkgEnv) stalledUpload(local string) <-chan string {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { c.Close() })
-	head := "PUT /vnfpkgm/v1/vnf_packages/" + id + "/package_content HTTP/1.1\r\nHost: vnfm\r\nContent-Type: application/zip\r\nContent-Length: 1000\r\n\r\nPK\x03\x04"
+	head := "PUT /vnfpkgm/v1/vnf_packages/" + id + "/package_content HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/zip\r\nContent-Length: 1000\r\n\r\nPK\x03\x04"
 	if _, err := c.Write([]byte(head)); err != nil {
 		e.t.Fatal(err)
 	}
