@@ -1,8 +1,14 @@
 package samples
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/doctable"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kubeadm"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kubespray"
 )
 
 // Every sample make run onboards has a demo plan and a complete request.
@@ -34,5 +40,45 @@ func TestEverySampleHasARequest(t *testing.T) {
 	c.Ansible = nil
 	if _, err := InstantiateRequest("kubespray", c); err == nil {
 		t.Error("kubespray without an Ansible server")
+	}
+}
+
+// The complete requests in docs/drivers.md are what InstantiateRequest
+// builds (so what make demo sends), and the drivers accept them.
+func TestDocsRequests(t *testing.T) {
+	sec, err := doctable.Section("../docs/drivers.md", "Complete requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := doctable.JSONBlocks(sec)
+	if len(blocks) != len(Names) {
+		t.Fatalf("%d example requests in docs/drivers.md, %d samples (%v): one each, in this order", len(blocks), len(Names), Names)
+	}
+	for i, name := range Names {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(blocks[i]), &doc); err != nil {
+			t.Fatalf("docs/drivers.md request %d (%s): %v", i+1, name, err)
+		}
+		want, err := InstantiateRequest(name, DocCloud)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wb, _ := json.Marshal(want)
+		var w map[string]any
+		_ = json.Unmarshal(wb, &w)
+		if !reflect.DeepEqual(doc, w) {
+			got, _ := json.MarshalIndent(doc, "", " ")
+			exp, _ := json.MarshalIndent(w, "", " ")
+			t.Errorf("docs/drivers.md request for %s differs from what make demo sends:\ndocs: %s\ndemo: %s", name, got, exp)
+		}
+		ap := doc["additionalParams"].(map[string]any)
+		if Plans[name].NeedsAnsible {
+			_, err = kubespray.ParseParams(ap)
+		} else {
+			_, err = kubeadm.ParseParams(ap)
+		}
+		if err != nil {
+			t.Errorf("the driver refuses the documented %s request: %v", name, err)
+		}
 	}
 }

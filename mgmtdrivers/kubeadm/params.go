@@ -111,8 +111,11 @@ type Params struct {
 type ParamError struct{ Problems []string }
 
 func (e *ParamError) Error() string {
-	return "invalid additionalParams: " + strings.Join(e.Problems, "; ")
+	return "invalid additionalParams: " + strings.Join(e.Problems, "; ") + " (every parameter: " + DocsURL + ")"
 }
+
+// DocsURL is where the parameters are documented.
+const DocsURL = "docs/drivers.md#kubeadm"
 
 type checker struct{ problems []string }
 
@@ -143,7 +146,7 @@ func ParseParams(additional map[string]any) (*Params, error) {
 	c := &checker{}
 	raw, ok := additional[ParamKey]
 	if !ok || raw == nil {
-		c.addf(ParamKey, "is required: give script_path, master_node and worker_node (see the kubeadm driver documentation)")
+		c.addf(ParamKey, "is required: give master_node and worker_node (and script_path)")
 		return nil, c.err()
 	}
 	m, ok := raw.(map[string]any)

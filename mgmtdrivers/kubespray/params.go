@@ -98,8 +98,11 @@ type ExternalLB struct {
 type paramError struct{ problems []string }
 
 func (e *paramError) Error() string {
-	return ParamKey + ": " + strings.Join(e.problems, "; ")
+	return ParamKey + ": " + strings.Join(e.problems, "; ") + " (every parameter: " + DocsURL + ")"
 }
+
+// DocsURL is where the parameters are documented.
+const DocsURL = "docs/drivers.md#kubespray"
 
 type reader struct {
 	problems []string

@@ -1,0 +1,90 @@
+package kubeadm
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/doctable"
+)
+
+// docs/drivers.md documents every parameter the driver accepts, and only
+// those.
+func TestDocsListEveryParameter(t *testing.T) {
+	sec, err := doctable.Section("../../docs/drivers.md", "kubeadm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var documented []string
+	for title, body := range doctable.Subsections(sec) {
+		if !strings.HasPrefix(title, "Per-operation") {
+			documented = append(documented, doctable.FirstColumn(body)...)
+		}
+	}
+	accepted := slices.Clone(topKeys)
+	for _, k := range append(slices.Clone(nodeKeys), masterOnly...) {
+		accepted = append(accepted, "master_node."+k)
+	}
+	for _, k := range nodeKeys {
+		accepted = append(accepted, "worker_node."+k, "lb_node."+k)
+	}
+	for _, k := range proxyKeys {
+		accepted = append(accepted, "proxy."+k)
+	}
+	for _, k := range haKeys {
+		accepted = append(accepted, "ha."+k)
+	}
+	slices.Sort(documented)
+	slices.Sort(accepted)
+	for _, k := range accepted {
+		if !slices.Contains(documented, k) {
+			t.Errorf("the driver accepts %s.%s, docs/drivers.md does not document it", ParamKey, k)
+		}
+	}
+	for _, k := range documented {
+		if !slices.Contains(accepted, k) {
+			t.Errorf("docs/drivers.md documents %s.%s, the driver does not accept it", ParamKey, k)
+		}
+	}
+}
+
+// The documented per-operation overrides do override.
+func TestDocsOverridesWork(t *testing.T) {
+	sec, err := doctable.Section("../../docs/drivers.md", "kubeadm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := doctable.FirstColumn(doctable.Subsections(sec)["Per-operation overrides (scale, heal, terminate)"])
+	if len(keys) == 0 {
+		t.Fatal("no per-operation overrides documented")
+	}
+	for _, k := range keys {
+		p := &Params{Master: NodeParams{Username: "u", Password: "p"}, Worker: NodeParams{Username: "u", Password: "p"},
+			DrainTimeout: DefaultDrainTimeout, DrainPolicy: DrainFail, WorkerParallelism: DefaultWorkerParallelism}
+		v := any("changed")
+		switch k {
+		case "drain_timeout":
+			v = "7m"
+		case "drain_policy":
+			v = DrainForce
+		case "worker_parallelism":
+			v = 3
+		case "master_node_ssh_private_key", "worker_node_ssh_private_key", "master_node_ssh_private_key_passphrase", "worker_node_ssh_private_key_passphrase":
+			continue // needs a real key: covered by params_test
+		}
+		if err := p.Overrides(map[string]any{k: v}); err != nil {
+			t.Errorf("%s: %v", k, err)
+			continue
+		}
+		got := map[string]bool{
+			"master_node_username": p.Master.Username == "changed", "master_node_password": p.Master.Password == "changed",
+			"worker_node_username": p.Worker.Username == "changed", "worker_node_password": p.Worker.Password == "changed",
+			"drain_timeout": p.DrainTimeout == 7*time.Minute, "drain_policy": p.DrainPolicy == DrainForce,
+			"worker_parallelism": p.WorkerParallelism == 3,
+		}
+		if changed, known := got[k]; !known || !changed {
+			t.Errorf("documented override %s does not change the parameters", k)
+		}
+	}
+}
