@@ -9,10 +9,10 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 # (measured on the 2-core CI VM with a warm build cache: 34 s vs 21 s for ./...).
 RACE      ?= -race
 TESTFLAGS ?=
-SHELL_SCRIPTS := $(wildcard scripts/*.sh) .ci/run mgmtdrivers/kubeadm/gen_script.sh
+SHELL_SCRIPTS := $(wildcard scripts/*.sh internal/testhosts/*.sh) .ci/run mgmtdrivers/kubeadm/gen_script.sh
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test lint bench migrate-up image clean samples demo fuzz kube
+.PHONY: help build run test lint bench migrate-up image clean samples demo request walkthrough fuzz kube
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -22,7 +22,7 @@ build: ## build the static binaries: bin/vnfm, the Kubernetes stand-in bin/k8s-s
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/k8s-standin ./cmd/k8s-standin
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/openstack-sim ./cmd/openstack-sim
 
-run: build ## install missing run-time packages, build the Kubernetes binaries once (make kube), then `bin/vnfm serve` (embedded PostgreSQL unless DATABASE_URL is set)
+run: build ## install the missing Debian packages of internal/deps/packages.list, build the Kubernetes binaries once (make kube), then `bin/vnfm serve` (embedded PostgreSQL and cloud unless DATABASE_URL is set)
 	scripts/ensure-deps.sh
 	$(GO) run ./cmd/kubeworld build
 	$(BIN) serve
@@ -56,6 +56,13 @@ fuzz: ## run every `go test -fuzz` target of the repository for FUZZTIME each (d
 demo: ## drive a running `make run` through a cluster's whole lifecycle with live progress (PACKAGE=<sample>, default kubeadm-ha; PACKAGE=list lists them)
 	@CGO_ENABLED=0 $(GO) build -o bin/vnfm-demo ./cmd/vnfm-demo
 	bin/vnfm-demo -package $(or $(PACKAGE),kubeadm-ha) $(DEMOFLAGS)
+
+request: ## print the complete instantiate request of sample PACKAGE (default kubeadm-ha) for the running make run's cloud
+	@CGO_ENABLED=0 $(GO) build -o bin/vnfm-demo ./cmd/vnfm-demo
+	@bin/vnfm-demo -package $(or $(PACKAGE),kubeadm-ha) -print-request
+
+walkthrough: ## run the README's walk-through NAME (curl, default; tacker) as written, against a running make run
+	scripts/readme-walkthrough.sh $(or $(NAME),curl)
 
 samples: ## zip the sample VNF packages under samples/ into bin/samples/*.zip (CSARs with TOSCA.meta hashes)
 	scripts/make-samples.sh bin/samples

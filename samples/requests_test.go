@@ -2,6 +2,7 @@ package samples
 
 import (
 	"encoding/json"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -79,6 +80,19 @@ func TestDocsRequests(t *testing.T) {
 		}
 		if err != nil {
 			t.Errorf("the driver refuses the documented %s request: %v", name, err)
+		}
+	}
+}
+
+// The README's table of `make demo PACKAGE=` values lists every sample.
+func TestReadmeDemoTable(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range Names {
+		if !strings.Contains(string(b), "| `"+name+"`") {
+			t.Errorf("README's make demo table lacks %s", name)
 		}
 	}
 }

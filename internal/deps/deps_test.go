@@ -91,3 +91,20 @@ func TestScriptReadsThisList(t *testing.T) {
 		t.Fatal("scripts/ensure-deps.sh does not read internal/deps/packages.list")
 	}
 }
+
+// The README's quick start says what make run installs: every package of
+// the list is named there.
+func TestReadmeNamesEveryPackage(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	qs := s[strings.Index(s, "## Quick start"):]
+	qs = qs[:strings.Index(qs[3:], "\n## ")+3]
+	for _, p := range List() {
+		if !strings.Contains(qs, "`"+p.Name+"`") {
+			t.Errorf("README's quick start does not say that make run installs %s (%s)", p.Name, p.Why)
+		}
+	}
+}
