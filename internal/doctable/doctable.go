@@ -77,3 +77,27 @@ func JSONBlocks(text string) []string {
 		text = text[j+4:]
 	}
 }
+
+// Diff returns the accepted names the documentation lacks and the documented
+// names that are not accepted.
+func Diff(documented, accepted []string) (undocumented, unknown []string) {
+	in := func(list []string, s string) bool {
+		for _, x := range list {
+			if x == s {
+				return true
+			}
+		}
+		return false
+	}
+	for _, k := range accepted {
+		if !in(documented, k) {
+			undocumented = append(undocumented, k)
+		}
+	}
+	for _, k := range documented {
+		if !in(accepted, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	return undocumented, unknown
+}
