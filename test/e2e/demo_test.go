@@ -216,28 +216,48 @@ func TestNewcomerKill9DuringHAInstantiate(t *testing.T) {
 		b2.mu.Unlock()
 		t.Fatalf("resumed instantiate ended %v: %v\n%s", d["operationState"], d["error"], tail(logs, 4000))
 	}
-	// The cluster is usable: its VIM is registered, it scales out and terminates.
+	// The cluster is usable: its VIM is registered, it scales out; after a
+	// graceful restart too (the instance's servers are still there): a
+	// worker is healed over SSH with the pinned host keys, then the
+	// instance terminates.
 	code, _, b = call(t, "GET", b2.base+"/vnflcm/v1/vnf_instances/"+id, "")
-	if code != 200 || !strings.Contains(string(b), "kubernetes") && !strings.Contains(string(b), "KUBERNETES") {
+	if code != 200 || !strings.Contains(string(b), "KUBERNETES") {
 		t.Fatalf("instance after the resumed instantiate: %d %s", code, b)
 	}
-	for _, op := range []struct{ task, body string }{
-		{"scale", `{"type":"SCALE_OUT","aspectId":"worker_instance","numberOfSteps":1}`},
-		{"terminate", `{"terminationType":"FORCEFUL"}`},
-	} {
-		code, h, b = call(t, "POST", b2.base+"/vnflcm/v1/vnf_instances/"+id+"/"+op.task, op.body)
-		if code != 202 {
-			t.Fatalf("%s: %d %s", op.task, code, b)
+	lcmOp(t, b2.base, id, "scale", `{"type":"SCALE_OUT","aspectId":"worker_instance","numberOfSteps":1}`)
+	b2.stop(t)
+	b3 := start(t, db, key, env...)
+	_, _, b = call(t, "GET", b3.base+"/vnflcm/v1/vnf_instances/"+id, "")
+	var after map[string]any
+	_ = json.Unmarshal(b, &after)
+	worker := ""
+	for _, x := range after["instantiatedVnfInfo"].(map[string]any)["vnfcResourceInfo"].([]any) {
+		if v := x.(map[string]any); v["vduId"] == "workerNode" {
+			worker, _ = v["id"].(string)
 		}
-		loc := h.Get("Location")
-		oid := loc[strings.LastIndex(loc, "/")+1:]
-		for deadline = time.Now().Add(4 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-			d = opDoc(t, b2.base, oid)
-			if s := d["operationState"]; s == "COMPLETED" {
-				break
-			} else if s == "FAILED_TEMP" || s == "FAILED" || time.Now().After(deadline) {
-				t.Fatalf("%s after the restart: %v %v", op.task, s, d["error"])
-			}
+	}
+	if worker == "" {
+		t.Fatalf("no worker VNFC after the graceful restart: %s", b)
+	}
+	lcmOp(t, b3.base, id, "heal", `{"vnfcInstanceId":["`+worker+`"]}`)
+	lcmOp(t, b3.base, id, "terminate", `{"terminationType":"FORCEFUL"}`)
+}
+
+// lcmOp posts a task and waits for its op occurrence to complete.
+func lcmOp(t *testing.T, base, id, task, body string) {
+	t.Helper()
+	code, h, b := call(t, "POST", base+"/vnflcm/v1/vnf_instances/"+id+"/"+task, body)
+	if code != 202 {
+		t.Fatalf("%s: %d %s", task, code, b)
+	}
+	loc := h.Get("Location")
+	oid := loc[strings.LastIndex(loc, "/")+1:]
+	for deadline := time.Now().Add(4 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		d := opDoc(t, base, oid)
+		if s := d["operationState"]; s == "COMPLETED" {
+			return
+		} else if s == "FAILED_TEMP" || s == "FAILED" || time.Now().After(deadline) {
+			t.Fatalf("%s after the restart: %v %v", task, s, d["error"])
 		}
 	}
 }
