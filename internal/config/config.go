@@ -54,6 +54,10 @@ type Config struct {
 	// SimulatorPrefix names the embedded cloud's network namespaces
 	// (<prefix>-ctl, <prefix>-<host>): two VNFMs on one machine need two.
 	SimulatorPrefix string `env:"VNFM_SIMULATOR_PREFIX" envDefault:"vnfmsim"`
+	// SimulatorHeat: sim (the simulator's own Keystone and Heat, fast start)
+	// or real (Debian's Keystone 22 and Heat 19 in front of it, installed
+	// when missing as root; see internal/osworld).
+	SimulatorHeat string `env:"VNFM_SIMULATOR_HEAT" envDefault:"sim"`
 
 	// SecretKeyFile holds the key (first line) and optionally old keys
 	// (further lines); default DataDir/secret.key, see Box.

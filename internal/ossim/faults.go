@@ -15,6 +15,9 @@ type Faults struct {
 	// SlowStacks delay every operation (create, update, delete) of matching
 	// top-level stacks before any resource is touched.
 	SlowStacks []StackDelay `json:"slow_stacks,omitempty"`
+	// SlowServers keep matching servers in BUILD for a while (what a
+	// slow stack looks like to a real Heat in front of the simulator).
+	SlowServers []ServerDelay `json:"slow_servers,omitempty"`
 	// RefuseAuth makes POST /v3/auth/tokens answer 401 for everyone.
 	RefuseAuth bool `json:"refuse_auth,omitempty"`
 	// MaxServers is the instances quota per project (0 = unlimited): creating
@@ -53,6 +56,13 @@ type StackDelay struct {
 	Actions []string `json:"actions,omitempty"`
 }
 
+// ServerDelay slows the boot of servers whose name matches (a glob; empty =
+// every server).
+type ServerDelay struct {
+	Name  string   `json:"name,omitempty"`
+	Delay Duration `json:"delay"`
+}
+
 // Duration is a time.Duration that reads and writes JSON as "1.5s" (numbers
 // are taken as seconds).
 type Duration time.Duration
@@ -86,6 +96,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 func (f Faults) clone() Faults {
 	f.FailResources = append([]ResourceFault(nil), f.FailResources...)
+	f.SlowServers = append([]ServerDelay(nil), f.SlowServers...)
 	f.SlowStacks = append([]StackDelay(nil), f.SlowStacks...)
 	return f
 }
@@ -147,4 +158,41 @@ func (s *Sim) takeFault(r *resource, action string) string {
 		return msg
 	}
 	return ""
+}
+
+// takeServerFault is takeFault for a server created through the Nova API
+// by a real Heat (Options.Identity): the fault's Name matches the server
+// name (Heat passes the template's name property, else its physical name),
+// Type must match OS::Nova::Server and Stack is not known to Nova, so it is
+// not compared (s.mu held).
+func (s *Sim) takeServerFault(name string) string {
+	for i := range s.faults.FailResources {
+		f := &s.faults.FailResources[i]
+		if (f.Action != "" && f.Action != "CREATE") || (f.Times > 0 && f.Fired >= f.Times) {
+			continue
+		}
+		if ok, _ := path.Match(orStar(f.Name), name); !ok {
+			continue
+		}
+		if ok, _ := path.Match(orStar(f.Type), "OS::Nova::Server"); !ok {
+			continue
+		}
+		f.Fired++
+		if f.Message != "" {
+			return f.Message
+		}
+		return "No valid host was found. There are not enough hosts available."
+	}
+	return ""
+}
+
+// serverDelay is how long a server named name stays in BUILD beyond the
+// latency (s.mu held).
+func (s *Sim) serverDelay(name string) time.Duration {
+	for _, d := range s.faults.SlowServers {
+		if ok, _ := path.Match(orStar(d.Name), name); ok {
+			return d.Delay.D()
+		}
+	}
+	return 0
 }

@@ -279,9 +279,18 @@ func (s *Sim) validToken(id string) *token {
 // authenticate checks X-Auth-Token and answers 401 itself when it is
 // missing, unknown, revoked or expired.
 func (s *Sim) authenticate(w http.ResponseWriter, r *http.Request) (*token, bool) {
-	s.mu.Lock()
-	t := s.validToken(r.Header.Get("X-Auth-Token"))
-	s.mu.Unlock()
+	var t *token
+	if s.opts.Identity != nil {
+		var err error
+		if t, err = s.externalToken(r); err != nil {
+			keystoneErr(w, http.StatusServiceUnavailable, "Service Unavailable", "Identity service: "+err.Error())
+			return nil, false
+		}
+	} else {
+		s.mu.Lock()
+		t = s.validToken(r.Header.Get("X-Auth-Token"))
+		s.mu.Unlock()
+	}
 	if t == nil {
 		w.Header().Set("WWW-Authenticate", `Keystone uri="`+s.baseURL(r)+`/v3"`)
 		keystoneErr(w, http.StatusUnauthorized, "Unauthorized", "The request you have made requires authentication.")
@@ -292,6 +301,22 @@ func (s *Sim) authenticate(w http.ResponseWriter, r *http.Request) (*token, bool
 		return nil, false
 	}
 	return t, true
+}
+
+// externalToken validates X-Auth-Token with Options.Identity; nil when it is
+// missing or unknown.
+func (s *Sim) externalToken(r *http.Request) (*token, error) {
+	id := r.Header.Get("X-Auth-Token")
+	if id == "" {
+		return nil, nil
+	}
+	it, err := s.opts.Identity.ValidateToken(r.Context(), id)
+	if err != nil || it == nil {
+		return nil, err
+	}
+	return &token{id: id, account: &Account{UserID: it.UserID, UserName: it.UserName, DomainID: it.UserDomainID,
+		ProjectID: it.ProjectID, ProjectName: it.ProjectName, ProjectDomainID: it.ProjectDomainID, Roles: it.Roles},
+		expires: it.ExpiresAt, base: s.baseURL(r)}, nil
 }
 
 func (s *Sim) tokenBody(t *token) map[string]any {

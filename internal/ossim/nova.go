@@ -33,6 +33,7 @@ type server struct {
 	ports                     []string
 	autoPorts                 map[string]bool
 	secGroups                 []string
+	tags                      []string
 	group                     string
 	hostname                  string
 	keys                      []testhosts.HostKey
@@ -113,9 +114,11 @@ func (s *Sim) createServer(project, userID string, req serverRequest) (*server, 
 	if fl == nil {
 		return nil, errf(400, "BadRequest", "Flavor %s could not be found.", req.Flavor)
 	}
-	if len(s.opts.Images) > 0 && !slices.Contains(s.opts.Images, req.Image) {
+	img, ok := s.imageName(req.Image)
+	if !ok {
 		return nil, errf(400, "BadRequest", "Image %s could not be found.", req.Image)
 	}
+	req.Image = img
 	if q := s.faults.MaxServers; q > 0 {
 		used := 0
 		for _, sv := range s.servers {
@@ -672,10 +675,54 @@ func novaAPIErr(w http.ResponseWriter, err error) {
 	novaErr(w, 500, err.Error())
 }
 
+// novaMaxMicroversion is the newest compute microversion the simulator
+// announces: its responses have every field up to it (those after 2.1 are
+// additions), and clients that negotiate (Heat's novaclient asks for the
+// announced maximum) get what they asked for. Heat 19 uses 2.15 (soft
+// affinity policies), 2.26 (server tags), 2.37 (networks "none"/"auto") and
+// 2.42 (NIC tags).
+const novaMaxMicroversion = "2.42"
+
+// novaMicroversion reads the requested compute microversion ("latest"
+// means the maximum); ok is false when it is out of range (Nova: 406).
+func novaMicroversion(r *http.Request) (string, bool) {
+	v := ""
+	if h := r.Header.Get("OpenStack-API-Version"); h != "" {
+		if svc, ver, found := strings.Cut(strings.TrimSpace(h), " "); found && strings.EqualFold(svc, "compute") {
+			v = strings.TrimSpace(ver)
+		}
+	}
+	if v == "" {
+		v = strings.TrimSpace(r.Header.Get("X-OpenStack-Nova-API-Version"))
+	}
+	switch v {
+	case "":
+		return "2.1", true
+	case "latest":
+		return novaMaxMicroversion, true
+	}
+	major, minor, ok := parseMicroversion(v)
+	_, maxMinor, _ := parseMicroversion(novaMaxMicroversion)
+	if !ok || major != 2 || minor < 1 || minor > maxMinor {
+		return v, false
+	}
+	return v, true
+}
+
+func parseMicroversion(v string) (major, minor int, ok bool) {
+	a, b, found := strings.Cut(v, ".")
+	if !found {
+		return 0, 0, false
+	}
+	x, err1 := strconv.Atoi(a)
+	y, err2 := strconv.Atoi(b)
+	return x, y, err1 == nil && err2 == nil
+}
+
 func (s *Sim) serveNova(w http.ResponseWriter, r *http.Request) {
 	base := s.baseURL(r)
 	segs := pathSegments(r.URL.Path, "/compute")
-	v21 := map[string]any{"id": "v2.1", "status": "CURRENT", "version": "2.79", "min_version": "2.1", "updated": "2013-07-23T11:33:21Z",
+	v21 := map[string]any{"id": "v2.1", "status": "CURRENT", "version": novaMaxMicroversion, "min_version": "2.1", "updated": "2013-07-23T11:33:21Z",
 		"links": []any{map[string]any{"rel": "self", "href": base + "/compute/v2.1/"}}}
 	if len(segs) == 0 {
 		writeJSON(w, http.StatusOK, map[string]any{"versions": []any{v21}})
@@ -698,7 +745,14 @@ func (s *Sim) serveNova(w http.ResponseWriter, r *http.Request) {
 	if len(segs) > 1 && segs[0] == tok.account.ProjectID {
 		segs = segs[1:]
 	}
-	w.Header().Set("OpenStack-API-Version", "compute 2.1")
+	mv, ok := novaMicroversion(r)
+	if !ok {
+		novaErr(w, http.StatusNotAcceptable, "Version "+mv+" is not supported by the API. Minimum is 2.1 and maximum is "+novaMaxMicroversion+".")
+		return
+	}
+	w.Header().Set("OpenStack-API-Version", "compute "+mv)
+	w.Header().Set("X-OpenStack-Nova-API-Version", mv)
+	w.Header().Add("Vary", "OpenStack-API-Version, X-OpenStack-Nova-API-Version")
 	switch segs[0] {
 	case "servers":
 		s.novaServers(w, r, tok, base, segs[1:])
@@ -879,6 +933,22 @@ func (s *Sim) novaServers(w http.ResponseWriter, r *http.Request, tok *token, ba
 	case len(segs) == 2 && segs[1] == "action" && r.Method == http.MethodPost:
 		s.mu.Unlock()
 		s.novaAction(w, r, sv)
+	case len(segs) == 2 && segs[1] == "tags" && (r.Method == http.MethodGet || r.Method == http.MethodPut):
+		// Server tags (microversion 2.26, which Heat's server plugin uses).
+		if r.Method == http.MethodPut {
+			var body struct {
+				Tags []string `json:"tags"`
+			}
+			if err := readJSON(r, &body); err != nil {
+				s.mu.Unlock()
+				novaErr(w, 400, "Malformed request body")
+				return
+			}
+			sv.tags = body.Tags
+		}
+		tags := append([]string{}, sv.tags...)
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"tags": tags})
 	default:
 		s.mu.Unlock()
 		novaErr(w, 404, "The resource could not be found.")
@@ -950,12 +1020,21 @@ func (s *Sim) novaCreateServer(w http.ResponseWriter, r *http.Request, tok *toke
 		}
 	}
 	sv, err := s.createServer(tok.account.ProjectID, tok.account.UserID, req)
+	failMsg, delay := "", time.Duration(0)
+	if err == nil && s.opts.Identity != nil {
+		// Behind a real Heat, injected server faults act here.
+		failMsg, delay = s.takeServerFault(sv.name), s.serverDelay(sv.name)
+	}
 	s.mu.Unlock()
 	if err != nil {
 		novaAPIErr(w, err)
 		return
 	}
-	s.goAsync(func(ctx context.Context) { _ = s.bootServer(ctx, sv, "") })
+	s.goAsync(func(ctx context.Context) {
+		if sleep(ctx, delay) == nil {
+			_ = s.bootServer(ctx, sv, failMsg)
+		}
+	})
 	writeJSON(w, http.StatusAccepted, map[string]any{"server": map[string]any{
 		"id": sv.id, "adminPass": randomHex(6), "OS-DCF:diskConfig": "MANUAL",
 		"security_groups": []any{map[string]any{"name": "default"}},
@@ -1045,7 +1124,13 @@ func (s *Sim) novaAction(w http.ResponseWriter, r *http.Request, sv *server) {
 		m, _ := body["rebuild"].(map[string]any)
 		s.mu.Lock()
 		if img := str(m, "imageRef"); img != "" {
-			sv.image = img
+			name, ok := s.imageName(img)
+			if !ok {
+				s.mu.Unlock()
+				novaErr(w, 400, "Image "+img+" could not be found.")
+				return
+			}
+			sv.image = name
 		}
 		s.mu.Unlock()
 		s.setServerState(sv, "REBUILD", "active", "rebuilding", 1)

@@ -136,6 +136,28 @@ type Options struct {
 	// SaveInterval is how often the state is checked for changes and saved
 	// (default 250ms).
 	SaveInterval time.Duration
+	// Identity, when set, makes the simulator a cloud behind a real Keystone
+	// (internal/osworld): tokens are validated by it instead of the
+	// simulator's own Keystone, whose accounts then serve only as the owner
+	// of the networks created at start (give Accounts[0].ProjectID the real
+	// project's id).
+	Identity Identity
+}
+
+// Identity validates tokens issued by a real Keystone, as keystonemiddleware
+// does for Nova and Neutron.
+type Identity interface {
+	// ValidateToken returns the token's scope, or nil (no error) when
+	// Keystone does not know the token (401 to the client).
+	ValidateToken(ctx context.Context, token string) (*IdentityToken, error)
+}
+
+// IdentityToken is what a validated token says.
+type IdentityToken struct {
+	UserID, UserName, UserDomainID          string
+	ProjectID, ProjectName, ProjectDomainID string
+	Roles                                   []string
+	ExpiresAt                               time.Time
 }
 
 // Sim is the simulator. It is an http.Handler.
@@ -161,6 +183,7 @@ type Sim struct {
 	hostNet   *network
 	serverSeq int
 	swConfigs map[string]string
+	images    map[string]string // Glance: id → name
 	lastBase  string
 	closed    bool
 
@@ -430,6 +453,7 @@ func (s *Sim) goAsync(fn func(ctx context.Context)) {
 //	/compute/v2.1/...          Nova
 //	/networking/v2.0/...       Neutron
 //	/load-balancer/v2/...      Octavia
+//	/image/v2/...              Glance (images by name and id)
 //	/_sim/...                  simulator admin (faults, hosts); no token
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Openstack-Request-Id", "req-"+uuid.NewString())
@@ -453,6 +477,8 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveNeutron(w, r)
 	case p == "/load-balancer" || strings.HasPrefix(p, "/load-balancer/"):
 		s.serveOctavia(w, r)
+	case p == "/image" || strings.HasPrefix(p, "/image/"):
+		s.serveGlance(w, r)
 	case strings.HasPrefix(p, "/v1/"):
 		s.serveHeat(w, r)
 	default:

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -71,6 +72,17 @@ func Database(ctx context.Context, cfg *config.Config, log *slog.Logger) (url st
 	}, nil
 }
 
+// adminURL is the maintenance database of the server holding dbURL (where
+// real Keystone and Heat create theirs).
+func adminURL(dbURL string) string {
+	u, err := neturl.Parse(dbURL)
+	if err != nil {
+		return dbURL
+	}
+	u.Path = "/postgres"
+	return u.String()
+}
+
 // Run serves until ctx is cancelled.
 func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	log := o.Logger
@@ -107,7 +119,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			return err
 		}
 		cloud, err = simcloud.Start(ctx, simcloud.Options{Listen: cfg.SimulatorListen, Hosts: cfg.SimulatorHosts,
-			Prefix: cfg.SimulatorPrefix, StateDir: filepath.Join(dataDir, "cloud"), Logger: log, HostSetup: standinSetup(log)})
+			Prefix: cfg.SimulatorPrefix, StateDir: filepath.Join(dataDir, "cloud"), Logger: log, HostSetup: standinSetup(log),
+			Heat: cfg.SimulatorHeat, AdminDBURL: adminURL(url)})
 		if err != nil {
 			return fmt.Errorf("embedded OpenStack simulator (VNFM_SIMULATOR=off to run without it): %w", err)
 		}

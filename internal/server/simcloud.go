@@ -32,12 +32,12 @@ func provisionSimCloud(ctx context.Context, log *slog.Logger, svc *lcm.Service, 
 	if err != nil {
 		return err
 	}
-	if len(vims) == 1 && vims[0].AuthURL != c.URL+"/v3" {
+	if len(vims) == 1 && vims[0].AuthURL != c.AuthURL {
 		// The simulator came up on another port: replace the registration.
 		if err := svc.Vims().Delete(ctx, vims[0].ID); err != nil {
 			log.Error("the embedded cloud could not get its old address back, and VNF instances use the VIM registered with it: "+
 				"stop what listens there, then restart make run (or set VNFM_SIMULATOR_LISTEN to it)",
-				"vim", SimVimName, "registered", vims[0].AuthURL, "now", c.URL+"/v3", "err", err)
+				"vim", SimVimName, "registered", vims[0].AuthURL, "now", c.AuthURL, "err", err)
 		} else {
 			vims = nil
 		}
@@ -46,7 +46,7 @@ func provisionSimCloud(ctx context.Context, log *slog.Logger, svc *lcm.Service, 
 		if _, err := svc.Vims().Register(ctx, c.VimRegistration(SimVimName), true); err != nil {
 			return fmt.Errorf("registering the simulator as a VIM: %w", err)
 		}
-		log.Info("registered the OpenStack simulator as the default VIM", "name", SimVimName, "authUrl", c.URL+"/v3")
+		log.Info("registered the OpenStack simulator as the default VIM", "name", SimVimName, "authUrl", c.AuthURL)
 	}
 	for _, name := range samples.Names {
 		tree, err := samples.Tree(name)

@@ -31,6 +31,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/ansiblehost"
 	"github.com/mini-vnfm/mini-vnfm/internal/deps"
 	"github.com/mini-vnfm/mini-vnfm/internal/ossim"
+	"github.com/mini-vnfm/mini-vnfm/internal/osworld"
 	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
 	"github.com/mini-vnfm/mini-vnfm/samples"
 )
@@ -83,6 +84,12 @@ type Options struct {
 	// PackageDB is the file that changes when packages are installed
 	// (default /var/lib/dpkg/status).
 	PackageDB string
+	// Heat: "sim" (default) serves the simulator's own Keystone and Heat;
+	// "real" starts Debian's Keystone and Heat (internal/osworld) with their
+	// databases on AdminDBURL, the simulator serving only Nova, Neutron
+	// and Glance behind them.
+	Heat       string
+	AdminDBURL string
 }
 
 // Cloud is a running embedded simulator.
@@ -110,6 +117,11 @@ type Cloud struct {
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
+	// AuthURL is the Keystone v3 URL to register as the VIM: the
+	// simulator's (URL + "/v3"), or real Keystone's with Heat "real".
+	AuthURL string
+	// World is the real Keystone and Heat (nil unless Heat is "real").
+	World *osworld.World
 }
 
 // Start starts the simulator.
@@ -134,6 +146,11 @@ func Start(ctx context.Context, o Options) (*Cloud, error) {
 	}
 	if o.PackageDB == "" {
 		o.PackageDB = dpkgStatus
+	}
+	switch o.Heat {
+	case "", "sim", "real":
+	default:
+		return nil, fmt.Errorf("simcloud: Heat %q: say sim or real", o.Heat)
 	}
 	log := o.Logger.With("component", "simcloud")
 	c := &Cloud{User: o.User, Password: o.Password, Project: o.Project, log: log, packages: o.Packages}
@@ -173,7 +190,9 @@ func Start(ctx context.Context, o Options) (*Cloud, error) {
 		opts.Networks = []ossim.NetworkSpec{{Name: "net0", CIDR: "10.77.0.0/24", Shared: true},
 			{Name: "public", CIDR: "10.77.100.0/24", External: true, Shared: true}}
 	}
-	if o.StateDir != "" {
+	if o.StateDir != "" && o.Heat != "real" {
+		// Real Keystone and Heat start afresh each time (their databases
+		// go with the world), so the cloud behind them does too.
 		opts.StateFile = filepath.Join(o.StateDir, "cloud.json")
 	}
 	if c.Network != nil {
@@ -189,6 +208,18 @@ func Start(ctx context.Context, o Options) (*Cloud, error) {
 			return nil
 		}
 	}
+	if o.Heat == "real" {
+		log.Info("starting real Keystone and Heat (VNFM_SIMULATOR_HEAT=real)")
+		w, err := osworld.Start(ctx, osworld.Options{AdminDBURL: o.AdminDBURL,
+			Logf: func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }})
+		if err != nil {
+			c.closeNetwork()
+			return nil, err
+		}
+		c.World = w
+		opts = w.SimOptions(w.Admin, opts)
+		c.User, c.Password, c.Project = w.Admin.User, w.Admin.Password, w.Admin.Project
+	}
 	sim, err := ossim.New(opts)
 	if err != nil {
 		c.closeNetwork()
@@ -202,6 +233,11 @@ func Start(ctx context.Context, o Options) (*Cloud, error) {
 		return nil, fmt.Errorf("simcloud: %w", err)
 	}
 	c.URL = "http://" + ln.Addr().String()
+	c.AuthURL = c.URL + "/v3"
+	if c.World != nil {
+		c.World.Serve(c.World.Admin.ProjectID, sim)
+		c.AuthURL = c.World.AuthURL
+	}
 	c.srv = &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := c.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -282,6 +318,9 @@ func listen(addr, stateDir string) (net.Listener, error) {
 }
 
 func (c *Cloud) closeNetwork() {
+	if c.World != nil {
+		_ = c.World.Close()
+	}
 	if c.Network != nil {
 		_ = c.Network.Close()
 	}
@@ -443,7 +482,7 @@ func (c *Cloud) VimRegistration(name string) []byte {
 	return fmt.Appendf(nil, `{"name": %q, "type": "openstack", "is_default": true, "description": "the OpenStack simulator make run brings along",
 		"auth_url": %q, "vim_project": {"name": %q, "project_domain_name": "Default"},
 		"auth_cred": {"username": %q, "password": %q, "user_domain_name": "Default", "cert_verify": "False"}}`,
-		name, c.URL+"/v3", c.Project, c.User, c.Password)
+		name, c.AuthURL, c.Project, c.User, c.Password)
 }
 
 // Close stops the simulator and tears the hosts down.
@@ -454,6 +493,9 @@ func (c *Cloud) Close(ctx context.Context) error {
 	c.wg.Wait()
 	err := c.srv.Shutdown(ctx)
 	err = errors.Join(err, c.Sim.Close())
+	if c.World != nil {
+		err = errors.Join(err, c.World.Close())
+	}
 	if c.Network != nil {
 		err = errors.Join(err, c.Network.Close())
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -32,7 +31,11 @@ import (
 // machine running inside the hosts and VRRP between them.
 const haSubnet = "10.77.63.0/24"
 
-func newK8sHAEnv(t *testing.T) *k8sEnv {
+func newK8sHAEnv(t *testing.T) *k8sEnv { return newK8sHAEnvWith(t, false) }
+
+// newK8sHAEnvWith starts the environment; realHeat puts the simulator
+// behind real Keystone and Heat (internal/osworld).
+func newK8sHAEnvWith(t *testing.T, realHeat bool) *k8sEnv {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("skipping: the HA end-to-end test runs haproxy, keepalived and sshd in test hosts (network namespaces) and needs root; run `go test` as root (CI does)")
@@ -55,18 +58,20 @@ func newK8sHAEnv(t *testing.T) *k8sEnv {
 	e := &k8sEnv{hn: hn, bin: bin}
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var tick atomic.Int64
-	sim, err := ossim.New(ossim.Options{Latency: 20 * time.Millisecond,
+	opts := ossim.Options{Latency: 20 * time.Millisecond,
 		Now: func() time.Time { return base.Add(time.Duration(tick.Add(1)) * time.Second) },
 		Networks: []ossim.NetworkSpec{{Name: "net0", ID: simNetID, CIDR: haSubnet, Shared: true},
 			{Name: "public", CIDR: "10.77.100.0/24", External: true, Shared: true}},
-		Hosts: hn, HostNetwork: "net0", HostSetup: e.hostSetup})
+		Hosts: hn, HostNetwork: "net0", HostSetup: e.hostSetup}
+	e.osEnv = &osEnv{t: t}
+	e.cloud(&opts, realHeat)
+	sim, err := ossim.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(sim)
-	t.Cleanup(func() { srv.Close(); _ = sim.Close() })
-	e.osEnv = &osEnv{t: t, sim: sim, simURL: srv.URL, db: pgtest.NewDB(t), key: secrets.NewKey()}
-	e.vnfm = start(t, e.db, e.key, kadmServerEnv+"=1", kadmNetnsEnv+"="+hn.CtlNamespace(), "VNFM_LEASE=10s")
+	e.serve(sim)
+	e.db, e.key = pgtest.NewDB(t), secrets.NewKey()
+	e.vnfm = start(t, e.db, e.key, e.vnfmEnv(kadmServerEnv+"=1", kadmNetnsEnv+"="+hn.CtlNamespace(), "VNFM_LEASE=10s")...)
 	t.Cleanup(func() {
 		e.vnfm.mu.Lock()
 		defer e.vnfm.mu.Unlock()
@@ -343,8 +348,15 @@ func (e *k8sEnv) etcdMembers(v vnfc) map[string]bool {
 	return m
 }
 
-func TestKubeadmHAClusterLifecycle(t *testing.T) {
-	e := newK8sHAEnv(t)
+func TestKubeadmHAClusterLifecycle(t *testing.T) { testKubeadmHAClusterLifecycle(t, false) }
+
+// TestRealHeatKubeadmHAClusterLifecycle: the same with the VNFM talking to
+// real Keystone 22 and Heat 19.0.0, whose Nova, Neutron and Glance are the
+// simulator's (servers still real SSH hosts).
+func TestRealHeatKubeadmHAClusterLifecycle(t *testing.T) { testKubeadmHAClusterLifecycle(t, true) }
+
+func testKubeadmHAClusterLifecycle(t *testing.T, realHeat bool) {
+	e := newK8sHAEnvWith(t, realHeat)
 	inst := e.createInstance()
 
 	// (1) Instantiate: 3 masters (serial control-plane joins) and 2 workers

@@ -78,7 +78,7 @@ func serveKubeadm() int {
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return testhosts.DialInNetns(ctx, ns, network, addr)
 		}})
-	d := openstack.New(openstack.Options{PollMin: 20 * time.Millisecond, PollMax: 200 * time.Millisecond, StackTimeout: 3 * time.Minute})
+	d := openstack.New(driverOptions(3 * time.Minute))
 	err = server.Run(ctx, cfg, server.Options{Version: "e2e-kubeadm", Infra: server.NewInfraResolver(d, nil), Mgmt: mgmt,
 		Ready: func(addr string) { fmt.Printf("READY %s\n", addr) }})
 	if err != nil {
@@ -213,7 +213,7 @@ func (e *k8sEnv) lcmLong(inst, task string, body any, want string) map[string]an
 
 func (e *k8sEnv) waitLong(opID, want string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(4 * time.Minute)
+	deadline := time.Now().Add(e.patience(4 * time.Minute))
 	for {
 		d := e.get("/vnflcm/v1/vnf_lcm_op_occs/" + opID)
 		switch s := d["operationState"]; s {

@@ -23,6 +23,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/config"
 	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
 	"github.com/mini-vnfm/mini-vnfm/internal/ossim"
+	"github.com/mini-vnfm/mini-vnfm/internal/osworld"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
@@ -53,7 +54,7 @@ func serveOpenStack() int {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		stop()
 	}()
-	d := openstack.New(openstack.Options{PollMin: 20 * time.Millisecond, PollMax: 200 * time.Millisecond, StackTimeout: time.Minute})
+	d := openstack.New(driverOptions(time.Minute))
 	err = server.Run(ctx, cfg, server.Options{Version: "e2e-openstack", Infra: server.NewInfraResolver(d, nil),
 		Observer: killAtFromEnv(), Ready: func(addr string) { fmt.Printf("READY %s\n", addr) }})
 	if err != nil {
@@ -65,12 +66,36 @@ func serveOpenStack() int {
 
 const simNetID = "8d3e6a52-4c1f-4c55-9d0e-6e1b2f3a4b01"
 
+// realHeatEnv tells a re-executed VNFM that its cloud is real Heat: it
+// polls stacks at a production pace (a stack GET costs real Heat a few
+// hundred milliseconds of CPU) and waits longer.
+const realHeatEnv = "VNFM_E2E_REAL_HEAT"
+
+func driverOptions(timeout time.Duration) openstack.Options {
+	if os.Getenv(realHeatEnv) == "1" {
+		return openstack.Options{PollMin: 500 * time.Millisecond, PollMax: 2 * time.Second, StackTimeout: 10 * time.Minute}
+	}
+	return openstack.Options{PollMin: 20 * time.Millisecond, PollMax: 200 * time.Millisecond, StackTimeout: timeout}
+}
+
+// vnfmEnv is the environment a VNFM process of this env gets.
+func (e *osEnv) vnfmEnv(env ...string) []string {
+	if e.world != nil {
+		env = append(env, realHeatEnv+"=1")
+	}
+	return env
+}
+
 // osEnv is a VNFM process with the OpenStack driver, a simulator, a
 // registered VIM and an onboarded sample package.
 type osEnv struct {
 	t      *testing.T
 	sim    *ossim.Sim
 	simURL string
+	// world, when set, is the real Keystone + Heat in front of the
+	// simulator; tenant is this test's project there.
+	world  *osworld.World
+	tenant osworld.Tenant
 	db     string
 	key    string
 	vnfm   *proc
@@ -78,21 +103,27 @@ type osEnv struct {
 	vnfdID string
 }
 
-func newOSEnv(t *testing.T) *osEnv {
+func newOSEnv(t *testing.T) *osEnv { return newOSEnvWith(t, false) }
+
+// newOSEnvWith starts the environment; realHeat puts the simulator behind
+// real Keystone and Heat (internal/osworld).
+func newOSEnvWith(t *testing.T, realHeat bool) *osEnv {
 	t.Helper()
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var tick atomic.Int64
-	sim, err := ossim.New(ossim.Options{Latency: 20 * time.Millisecond,
+	e := &osEnv{t: t}
+	opts := ossim.Options{Latency: 20 * time.Millisecond,
 		Now: func() time.Time { return base.Add(time.Duration(tick.Add(1)) * time.Second) },
 		Networks: []ossim.NetworkSpec{{Name: "net0", ID: simNetID, CIDR: "10.77.0.0/24", Shared: true},
-			{Name: "public", CIDR: "10.77.100.0/24", External: true, Shared: true}}})
+			{Name: "public", CIDR: "10.77.100.0/24", External: true, Shared: true}}}
+	e.cloud(&opts, realHeat)
+	sim, err := ossim.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(sim)
-	t.Cleanup(func() { srv.Close(); _ = sim.Close() })
-	e := &osEnv{t: t, sim: sim, simURL: srv.URL, db: pgtest.NewDB(t), key: secrets.NewKey()}
-	e.vnfm = start(t, e.db, e.key, osServerEnv+"=1")
+	e.serve(sim)
+	e.db, e.key = pgtest.NewDB(t), secrets.NewKey()
+	e.vnfm = start(t, e.db, e.key, e.vnfmEnv(osServerEnv+"=1")...)
 	e.registerVim()
 	e.onboard()
 	return e
@@ -144,10 +175,14 @@ func (e *osEnv) get(path string) map[string]any {
 // registerVim registers the simulator as the default VIM the way the
 // Tacker CLI does (openstack vim register).
 func (e *osEnv) registerVim() {
+	auth, user, password, project := e.simURL+"/v3", "admin", "secret", "admin"
+	if e.world != nil {
+		auth, user, password, project = e.world.AuthURL, e.tenant.User, e.tenant.Password, e.tenant.Project
+	}
 	_, doc := e.post("/v1.0/vims.json", map[string]any{"vim": map[string]any{
-		"name": "sim", "type": "openstack", "auth_url": e.simURL + "/v3", "is_default": true,
-		"vim_project": map[string]any{"name": "admin", "project_domain_name": "Default"},
-		"auth_cred":   map[string]any{"username": "admin", "password": "secret", "user_domain_name": "Default", "cert_verify": "False"},
+		"name": "sim", "type": "openstack", "auth_url": auth, "is_default": true,
+		"vim_project": map[string]any{"name": project, "project_domain_name": "Default"},
+		"auth_cred":   map[string]any{"username": user, "password": password, "user_domain_name": "Default", "cert_verify": "False"},
 	}}, http.StatusCreated)
 	vim, _ := doc["vim"].(map[string]any)
 	e.vimID, _ = vim["id"].(string)
@@ -239,9 +274,18 @@ func (e *osEnv) lcm(inst, task string, body any, want string) map[string]any {
 	return e.waitOp(loc[strings.LastIndex(loc, "/")+1:], want)
 }
 
+// patience is how long an operation may take: real Heat is slower than
+// the simulator's (and shares two cores with the rest of the tests).
+func (e *osEnv) patience(d time.Duration) time.Duration {
+	if e.world != nil {
+		return 4 * d
+	}
+	return d
+}
+
 func (e *osEnv) waitOp(opID, want string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(e.patience(90 * time.Second))
 	for {
 		d := e.get("/vnflcm/v1/vnf_lcm_op_occs/" + opID)
 		switch s := d["operationState"]; s {
@@ -347,9 +391,40 @@ func opDocAt(t *testing.T, db, opID string) string {
 	return state
 }
 
-// liveStacks counts the simulator's top-level stacks not deleted.
+// cloud prepares the simulator's options: behind real Keystone and Heat
+// (a project of this test's in the test binary's world) or on its own.
+func (e *osEnv) cloud(opts *ossim.Options, realHeat bool) {
+	e.t.Helper()
+	if realHeat {
+		e.world = osworld.Shared(e.t, pgtest.Cluster())
+		e.tenant = e.world.Tenant(e.t)
+		*opts = e.world.SimOptions(e.tenant, *opts)
+	}
+}
+
+// serve starts the simulator's listener (and its route in the world).
+func (e *osEnv) serve(sim *ossim.Sim) {
+	srv := httptest.NewServer(sim)
+	e.t.Cleanup(func() { srv.Close(); _ = sim.Close() })
+	e.sim, e.simURL = sim, srv.URL
+	if e.world != nil {
+		e.world.Serve(e.tenant.ProjectID, sim)
+	}
+}
+
+// liveStacks counts the top-level stacks not deleted: in real Heat, or
+// in the simulator's.
 func (e *osEnv) liveStacks() int {
 	e.t.Helper()
+	if e.world != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		sts, err := e.world.Stacks(ctx, e.tenant)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return len(sts)
+	}
 	res, err := http.Get(e.simURL + "/_sim")
 	if err != nil {
 		e.t.Fatal(err)
@@ -372,8 +447,13 @@ func (e *osEnv) servers() map[string]ossim.ServerInfo {
 	return out
 }
 
-func TestOpenStackLifecycleOverHTTP(t *testing.T) {
-	e := newOSEnv(t)
+func TestOpenStackLifecycleOverHTTP(t *testing.T) { testOpenStackLifecycle(t, false) }
+
+// TestRealHeatOpenStackLifecycle: the same over real Keystone and Heat.
+func TestRealHeatOpenStackLifecycle(t *testing.T) { testOpenStackLifecycle(t, true) }
+
+func testOpenStackLifecycle(t *testing.T, realHeat bool) {
+	e := newOSEnvWith(t, realHeat)
 	inst := e.createInstance()
 
 	op := e.lcm(inst, "instantiate", e.instantiateBody(), "COMPLETED")
@@ -476,8 +556,13 @@ func TestOpenStackLifecycleOverHTTP(t *testing.T) {
 
 // A failed instantiate rolls back over HTTP; a VNFM killed while Heat
 // creates the stack resumes in another process without a second stack.
-func TestOpenStackRollbackAndKill9(t *testing.T) {
-	e := newOSEnv(t)
+func TestOpenStackRollbackAndKill9(t *testing.T) { testOpenStackRollbackAndKill9(t, false) }
+
+// TestRealHeatOpenStackRollbackAndKill9: the same over real Keystone and Heat.
+func TestRealHeatOpenStackRollbackAndKill9(t *testing.T) { testOpenStackRollbackAndKill9(t, true) }
+
+func testOpenStackRollbackAndKill9(t *testing.T, realHeat bool) {
+	e := newOSEnvWith(t, realHeat)
 
 	e.sim.SetFaults(ossim.Faults{FailResources: []ossim.ResourceFault{{Name: "workerNode", Type: "OS::Nova::Server",
 		Message: "No valid host was found."}}})
@@ -495,11 +580,12 @@ func TestOpenStackRollbackAndKill9(t *testing.T) {
 	}
 
 	// kill -9 while the stack is being created.
-	e.sim.SetFaults(ossim.Faults{SlowStacks: []ossim.StackDelay{{Stack: "vnflcm_*", Delay: ossim.Duration(2 * time.Second), Actions: []string{"CREATE"}}}})
+	e.sim.SetFaults(ossim.Faults{SlowStacks: []ossim.StackDelay{{Stack: "vnflcm_*", Delay: ossim.Duration(2 * time.Second), Actions: []string{"CREATE"}}},
+		SlowServers: []ossim.ServerDelay{{Delay: ossim.Duration(3 * time.Second)}}}) // what a real Heat sees
 	h, _ := e.post("/vnflcm/v1/vnf_instances/"+inst+"/instantiate", e.instantiateBody(), http.StatusAccepted)
 	loc := h.Get("Location")
 	opID := loc[strings.LastIndex(loc, "/")+1:]
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(e.patience(30 * time.Second))
 	for e.liveStacks() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("no stack was created")
@@ -510,7 +596,7 @@ func TestOpenStackRollbackAndKill9(t *testing.T) {
 	if d := opDocAt(t, e.db, opID); d != "PROCESSING" && d != "STARTING" {
 		t.Fatalf("the op was %s when the VNFM was killed", d)
 	}
-	e.vnfm = start(t, e.db, e.key, osServerEnv+"=1")
+	e.vnfm = start(t, e.db, e.key, e.vnfmEnv(osServerEnv+"=1")...)
 	e.waitOp(opID, "COMPLETED")
 	if n := e.liveStacks(); n != 1 {
 		t.Errorf("%d top-level stacks after the resume", n)

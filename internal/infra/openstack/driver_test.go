@@ -18,6 +18,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/ossim"
+	"github.com/mini-vnfm/mini-vnfm/internal/osworld"
 )
 
 const (
@@ -63,6 +64,15 @@ func newHarnessWith(t *testing.T, opts ossim.Options) *harness {
 		{Name: "vipnet", ID: vipNetID, CIDR: "10.77.9.0/24", Shared: true},
 		{Name: "public", CIDR: "10.77.100.0/24", External: true, Shared: true},
 	}
+	// Behind real Keystone and Heat (TestRealHeatDriver), the simulator
+	// serves a project of its own and only Nova, Neutron and Glance.
+	auth, user, password, project := "", "admin", "secret", "admin"
+	var tn osworld.Tenant
+	if heatWorld != nil {
+		tn = heatWorld.Tenant(t)
+		opts = heatWorld.SimOptions(tn, opts)
+		auth, user, password, project = heatWorld.AuthURL, tn.User, tn.Password, tn.Project
+	}
 	sim, err := ossim.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -74,13 +84,22 @@ func newHarnessWith(t *testing.T, opts ossim.Options) *harness {
 			t.Errorf("sim close: %v", err)
 		}
 	})
+	// Real Heat answers a stack GET in a few hundred milliseconds of CPU:
+	// poll it as a production VNFM would, not as fast as the simulator.
+	timeout, pollMin, pollMax := 30*time.Second, 5*time.Millisecond, 50*time.Millisecond
+	if heatWorld != nil {
+		heatWorld.Serve(tn.ProjectID, sim)
+		timeout, pollMin, pollMax = 10*time.Minute, 500*time.Millisecond, 2*time.Second
+	} else {
+		auth = srv.URL + "/v3"
+	}
 	h := &harness{t: t, sim: sim, srv: srv,
-		d: New(Options{PollMin: 5 * time.Millisecond, PollMax: 50 * time.Millisecond, StackTimeout: 30 * time.Second,
+		d: New(Options{PollMin: pollMin, PollMax: pollMax, StackTimeout: timeout,
 			Logger: slog.New(slog.DiscardHandler)}),
 		vim: model.VimConnectionInfo{ID: "vim-1", VimID: "0d0e4a36-2a4c-4d7a-bf8b-2b7c0a3a0c01", VimType: VimType,
-			InterfaceInfo: map[string]any{"endpoint": srv.URL + "/v3"},
-			AccessInfo: map[string]any{"username": "admin", "password": "secret", "userDomain": "Default",
-				"project": "admin", "projectDomain": "Default", "region": "RegionOne"}},
+			InterfaceInfo: map[string]any{"endpoint": auth},
+			AccessInfo: map[string]any{"username": user, "password": password, "userDomain": "Default",
+				"project": project, "projectDomain": "Default", "region": "RegionOne"}},
 		inst: &model.VnfInstance{ID: uuid.NewString(), VnfdID: "vnfd-1", InstantiationState: model.NotInstantiated}}
 	return h
 }
@@ -731,7 +750,8 @@ func TestResumeAfterCrashNoDuplicate(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t)
-			h.sim.SetFaults(ossim.Faults{SlowStacks: []ossim.StackDelay{{Stack: "vnflcm_*", Delay: ossim.Duration(700 * time.Millisecond), Actions: []string{"CREATE"}}}})
+			h.sim.SetFaults(ossim.Faults{SlowStacks: []ossim.StackDelay{{Stack: "vnflcm_*", Delay: ossim.Duration(700 * time.Millisecond), Actions: []string{"CREATE"}}},
+				SlowServers: []ossim.ServerDelay{{Delay: ossim.Duration(2 * time.Second)}}}) // the same, seen by a real Heat
 			r := h.start(model.OpInstantiate, instantiateRequest())
 			j := &journal{failDone: lostCheckpoint}
 			r.journals["infra.instantiate"] = j
