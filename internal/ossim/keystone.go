@@ -358,6 +358,7 @@ func (s *Sim) catalog(t *token) []any {
 		entry("compute", "nova", base+"/compute/v2.1"),
 		entry("network", "neutron", base+"/networking"),
 		entry("load-balancer", "octavia", base+"/load-balancer"),
+		entry("image", "glance", base+"/image"),
 	}
 }
 

@@ -489,6 +489,88 @@ func (s *Sim) deleteServer(ctx context.Context, id string) error {
 	return nil
 }
 
+// detachInterface detaches a port from a running server (Nova's
+// os-interface DELETE; Heat does it before it replaces a server whose port
+// the replacement takes over). A real host that loses its port on the host
+// network is taken down first — a VM without its only NIC is unreachable,
+// and the address must be free for the server that gets the port next —
+// and the detach shows only once that is done (Heat polls os-interface).
+// Called without s.mu.
+func (s *Sim) detachInterface(ctx context.Context, sv *server, p *port) {
+	_ = sleep(ctx, s.opts.ResourceLatency)
+	s.mu.Lock()
+	var h *testhosts.Host
+	if hp, _ := s.hostPort(sv); hp == p && sv.host != nil {
+		h, sv.host = sv.host, nil
+	}
+	s.mu.Unlock()
+	if h != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		if err := h.Remove(rctx); err != nil {
+			s.logf("nova: remove host of %s after its port was detached: %v", sv.id, err)
+		}
+		cancel()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.deviceID == sv.id {
+		s.unrouteFIPsOfPort(p)
+		s.detachPortFromServer(p)
+		delete(sv.autoPorts, p.id)
+		s.logf("nova: port %s detached from server %s (%s)", p.id, sv.name, sv.id)
+	}
+}
+
+// novaAttachInterface attaches a port (port_id) or a new port on a network
+// (net_id, optional fixed_ips) to a server. The attachment is recorded; a
+// real host keeps the address it booted with (hosts have one NIC).
+func (s *Sim) novaAttachInterface(w http.ResponseWriter, r *http.Request, tok *token, sv *server) {
+	var body struct {
+		IA struct {
+			PortID   string           `json:"port_id"`
+			NetID    string           `json:"net_id"`
+			FixedIPs []map[string]any `json:"fixed_ips"`
+		} `json:"interfaceAttachment"`
+	}
+	if err := readJSON(r, &body); err != nil {
+		novaErr(w, 400, "Malformed request body")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var p *port
+	switch {
+	case body.IA.PortID != "":
+		p = s.ports[body.IA.PortID]
+		if p == nil {
+			novaErr(w, 404, "Port "+body.IA.PortID+" could not be found.")
+			return
+		}
+		if p.deviceID != "" && p.deviceID != sv.id {
+			novaErr(w, 409, "Port "+p.id+" is still in use.")
+			return
+		}
+	case body.IA.NetID != "":
+		var err error
+		if p, err = s.createPort(tok.account.ProjectID, portRequest{NetworkID: body.IA.NetID, FixedIPs: body.IA.FixedIPs}); err != nil {
+			novaAPIErr(w, err)
+			return
+		}
+		sv.autoPorts[p.id] = true
+	default:
+		novaErr(w, 400, "Invalid input for field/attribute interfaceAttachment: port_id or net_id is required")
+		return
+	}
+	if !slices.Contains(sv.ports, p.id) {
+		sv.ports = append(sv.ports, p.id)
+	}
+	p.deviceID, p.deviceOwner, p.status, p.hostID, p.updated = sv.id, "compute:"+sv.az, "ACTIVE", "sim-compute-1", s.now()
+	pj := s.portJSON(p)
+	s.logf("nova: port %s attached to server %s (%s)", p.id, sv.name, sv.id)
+	writeJSON(w, http.StatusOK, map[string]any{"interfaceAttachment": map[string]any{"port_id": p.id, "net_id": p.networkID,
+		"mac_addr": p.mac, "port_state": p.status, "fixed_ips": pj["fixed_ips"]}})
+}
+
 func (s *Sim) detachPortFromServer(p *port) {
 	if sv := s.servers[p.deviceID]; sv != nil {
 		sv.ports = slices.DeleteFunc(sv.ports, func(x string) bool { return x == p.id })
@@ -930,6 +1012,30 @@ func (s *Sim) novaServers(w http.ResponseWriter, r *http.Request, tok *token, ba
 		}
 		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]any{"interfaceAttachments": list})
+	case len(segs) == 2 && segs[1] == "os-interface" && r.Method == http.MethodPost:
+		s.mu.Unlock()
+		s.novaAttachInterface(w, r, tok, sv)
+	case len(segs) == 3 && segs[1] == "os-interface" && r.Method == http.MethodGet:
+		p := s.ports[segs[2]]
+		if p == nil || p.deviceID != sv.id {
+			s.mu.Unlock()
+			novaErr(w, 404, "Port "+segs[2]+" is not attached")
+			return
+		}
+		pj := s.portJSON(p)
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"interfaceAttachment": map[string]any{"port_id": p.id, "net_id": p.networkID,
+			"mac_addr": p.mac, "port_state": p.status, "fixed_ips": pj["fixed_ips"]}})
+	case len(segs) == 3 && segs[1] == "os-interface" && r.Method == http.MethodDelete:
+		p := s.ports[segs[2]]
+		if p == nil || p.deviceID != sv.id {
+			s.mu.Unlock()
+			novaErr(w, 404, "Port "+segs[2]+" is not attached")
+			return
+		}
+		s.mu.Unlock()
+		s.goAsync(func(ctx context.Context) { s.detachInterface(ctx, sv, p) })
+		w.WriteHeader(http.StatusAccepted)
 	case len(segs) == 2 && segs[1] == "action" && r.Method == http.MethodPost:
 		s.mu.Unlock()
 		s.novaAction(w, r, sv)

@@ -65,6 +65,7 @@ type World struct {
 	routes    map[string]http.Handler // project id → simulator
 	outbound  map[string]bool
 	closed    bool
+	watching  bool
 	stopWatch chan struct{}
 	watchDone chan struct{}
 }
@@ -189,6 +190,7 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 	if err != nil {
 		return nil, err
 	}
+	w.watching = true
 	go w.watch()
 
 	if err := waitHTTP(ctx, w.ks, w.AuthURL, 200); err != nil {
@@ -353,7 +355,7 @@ func (w *World) Close() error {
 	w.closed = true
 	w.mu.Unlock()
 	var errs []error
-	if w.heat != nil || w.ks != nil {
+	if w.watching {
 		close(w.stopWatch)
 		<-w.watchDone
 	}
@@ -398,6 +400,9 @@ func (w *World) Stopped(name string) bool {
 	s := w.ks
 	if name == "heat" {
 		s = w.heat
+	}
+	if s == nil {
+		return true
 	}
 	select {
 	case <-s.exited:

@@ -270,7 +270,7 @@ func (d *Driver) ensureCreated(ctx context.Context, op *driverapi.Op, c *clients
 	if err := p.start(ctx, node, "creating Heat stack "+name); err != nil {
 		return stackRef{}, err
 	}
-	ref, err := createStack(ctx, c, body)
+	ref, err := d.createStackWhenNameFree(ctx, c, body)
 	if err != nil {
 		return stackRef{}, err
 	}

@@ -62,6 +62,38 @@ func createStack(ctx context.Context, c *clients, body rawCreate) (stackRef, err
 	return stackRef{Name: name, ID: cs.ID}, nil
 }
 
+// createStackWhenNameFree creates a stack; a 409 StackExists while the
+// stack of that name is DELETE_COMPLETE (or no longer found) is retried
+// until the name is free. Real Heat's convergence engine reports
+// DELETE_COMPLETE before it purges the stack row that holds the name, so a
+// create right after a delete (entire heal, retry after rollback) can meet
+// the old stack for a moment.
+func (d *Driver) createStackWhenNameFree(ctx context.Context, c *clients, body rawCreate) (stackRef, error) {
+	name, _ := body["stack_name"].(string)
+	deadline := time.Now().Add(d.opts.StackTimeout)
+	wait := d.opts.PollMin
+	for {
+		ref, err := createStack(ctx, c, body)
+		var code gophercloud.ErrUnexpectedResponseCode
+		if err == nil || !errors.As(err, &code) || code.Actual != http.StatusConflict || !strings.Contains(string(code.Body), "StackExists") {
+			return ref, err
+		}
+		s, ferr := findStack(ctx, c, name)
+		if ferr != nil {
+			return ref, errors.Join(err, ferr)
+		}
+		if s != nil || time.Now().After(deadline) {
+			return ref, err // a live stack holds the name, or it never came free
+		}
+		select {
+		case <-ctx.Done():
+			return ref, context.Cause(ctx)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, d.opts.PollMax)
+	}
+}
+
 func patchStack(ctx context.Context, c *clients, s stackRef, body rawUpdate) error {
 	if err := stacks.UpdatePatch(ctx, c.heat, s.Name, s.ID, body).ExtractErr(); err != nil {
 		return fmt.Errorf("Heat: update stack %s: %w", s.Name, err)
