@@ -1,10 +1,12 @@
 // Package osworld runs real OpenStack control services — Debian's Keystone 22
 // and Heat 19.0.0 (OpenStack Zed) — on this machine for tests and for
 // `make run` with VNFM_SIMULATOR_HEAT=real, with our simulator (internal/ossim)
-// serving only what Heat calls behind the catalog: Nova, Neutron, Glance and
-// Octavia. The VNFM, gophercloud and Heat's own python clients talk to the
-// real Keystone and the real Heat; Heat's resource plugins drive the
-// simulator's compute and network APIs, whose servers can be real SSH hosts.
+// serving only what Heat calls behind the catalog: Nova, Neutron and Glance
+// (Octavia and Cinder have catalog entries but are not served yet). The
+// VNFM, gophercloud and Heat's own python clients talk to the real Keystone
+// and the real Heat; Heat's resource plugins drive the simulator's compute,
+// network and image APIs, whose servers can be real SSH hosts. What real
+// Heat showed and how it was fixed: docs/test-worlds.md.
 //
 // A World is:
 //

@@ -22,7 +22,7 @@ import (
 )
 
 // goldenFormat changes whenever what the golden databases hold changes.
-const goldenFormat = "2"
+const goldenFormat = "3"
 
 // bootstrap account and placeholders of the golden Keystone database: the
 // identity endpoints are re-pointed at each world's port after start.

@@ -306,6 +306,10 @@ var catalog = []struct{ typ, name, url string }{
 	{"network", "neutron", cloudPlaceholder + "networking"},
 	{"image", "glance", cloudPlaceholder + "image"},
 	{"load-balancer", "octavia", cloudPlaceholder + "load-balancer"},
+	// Cinder is not simulated, but Heat refuses even to validate a template
+	// with volumes unless the catalog has it.
+	{"volumev3", "cinderv3", cloudPlaceholder + "volume/v3/%(tenant_id)s"},
+	{"block-storage", "cinder", cloudPlaceholder + "volume/v3/%(tenant_id)s"},
 }
 
 // NewTenant creates a project and a user with the admin role in it (as a
@@ -440,17 +444,18 @@ func (k *keystoneClient) whoami(ctx context.Context) (Tenant, error) {
 
 // ValidateTemplate asks Heat whether a template is valid (POST
 // /v1/{project}/validate, what `openstack orchestration template validate`
-// does) as the cloud administrator; files are the nested templates and
-// get_file contents by the names the template uses. The error carries
-// Heat's message.
-func (w *World) ValidateTemplate(ctx context.Context, template string, files map[string]string) (map[string]any, error) {
-	var out map[string]any
-	tok, err := w.identity.token(ctx)
+// does) as tenant tn, whose project must be served by a simulator (Heat
+// asks Neutron which extensions it has, for instance); files are the
+// nested templates and get_file contents by the names the template uses.
+// The error carries Heat's message.
+func (w *World) ValidateTemplate(ctx context.Context, tn Tenant, template string, files map[string]string) (map[string]any, error) {
+	tok, err := newKeystoneClient(w.AuthURL, tn.User, tn.Password, tn.Project).token(ctx)
 	if err != nil {
 		return nil, err
 	}
+	var out map[string]any
 	body := map[string]any{"template": template, "files": files, "environment": map[string]any{}}
-	if err := doJSON(ctx, http.MethodPost, w.HeatURL+"/v1/"+w.Admin.ProjectID+"/validate", tok, body, &out, 200); err != nil {
+	if err := doJSON(ctx, http.MethodPost, w.HeatURL+"/v1/"+tn.ProjectID+"/validate", tok, body, &out, 200); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/ossim"
 	"github.com/mini-vnfm/mini-vnfm/internal/osworld"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/samples"
@@ -60,11 +61,11 @@ func baseHOTs(t *testing.T, tree fs.FS) map[string]struct {
 // validate asks real Heat to validate a template. A group's member
 // template is not validated with the top template (Heat instantiates it
 // only on create), so every nested template is validated on its own too.
-func validate(t *testing.T, w *osworld.World, name, top string, files map[string]string) error {
+func validate(t *testing.T, w *osworld.World, tn osworld.Tenant, name, top string, files map[string]string) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := w.ValidateTemplate(ctx, top, files)
+	out, err := w.ValidateTemplate(ctx, tn, top, files)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -72,20 +73,20 @@ func validate(t *testing.T, w *osworld.World, name, top string, files map[string
 		t.Fatalf("%s: validate answered without Parameters: %v", name, out)
 	}
 	for n, body := range files {
-		if _, err := w.ValidateTemplate(ctx, body, files); err != nil {
+		if _, err := w.ValidateTemplate(ctx, tn, body, files); err != nil {
 			return fmt.Errorf("%s: nested %s: %w", name, n, err)
 		}
 	}
 	return nil
 }
 
-func validateAll(t *testing.T, w *osworld.World, name string, tree fs.FS) int {
+func validateAll(t *testing.T, w *osworld.World, tn osworld.Tenant, name string, tree fs.FS) int {
 	t.Helper()
 	n := 0
 	for top, h := range baseHOTs(t, tree) {
 		n++
 		t.Run(name+"/"+top, func(t *testing.T) {
-			if err := validate(t, w, top, h.top, h.files); err != nil {
+			if err := validate(t, w, tn, top, h.top, h.files); err != nil {
 				t.Fatalf("real Heat refuses it: %v", err)
 			}
 		})
@@ -101,19 +102,26 @@ func validateAll(t *testing.T, w *osworld.World, name string, tree fs.FS) int {
 // scaling policies — written for this test).
 func TestRealHeatValidatesSampleBaseHOTs(t *testing.T) {
 	w := osworld.Shared(t, pgtest.Cluster())
+	tn := w.Tenant(t)
+	sim, err := ossim.New(w.SimOptions(tn, ossim.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	w.Serve(tn.ProjectID, sim)
 	total := 0
 	for _, name := range samples.Names {
 		tree, err := samples.Tree(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := validateAll(t, w, name, tree)
+		got := validateAll(t, w, tn, name, tree)
 		if got == 0 {
 			t.Errorf("sample %s has no BaseHOT", name)
 		}
 		total += got
 	}
-	total += validateAll(t, w, "tacker-shapes", os.DirFS("testdata/tacker-shapes"))
+	total += validateAll(t, w, tn, "tacker-shapes", os.DirFS("testdata/tacker-shapes"))
 	// TACKER_SAMPLES names a checkout of openstack/tacker: every BaseHOT of
 	// its samples is validated too (not vendored here: Tacker's code is not
 	// ours to commit).
@@ -124,7 +132,7 @@ func TestRealHeatValidatesSampleBaseHOTs(t *testing.T) {
 			}
 			pkg := filepath.Dir(p)
 			rel, _ := filepath.Rel(dir, pkg)
-			total += validateAll(t, w, "tacker/"+strings.ReplaceAll(rel, "/", "_"), os.DirFS(pkg))
+			total += validateAll(t, w, tn, "tacker/"+strings.ReplaceAll(rel, "/", "_"), os.DirFS(pkg))
 			return filepath.SkipDir
 		})
 		if err != nil {
@@ -141,7 +149,7 @@ func TestRealHeatValidatesSampleBaseHOTs(t *testing.T) {
 		for k, v := range h.files {
 			files[k] = strings.Replace(v, "allowed_address_pairs:", "allowed_adress_pairs:", 1)
 		}
-		err := validate(t, w, top, h.top, files)
+		err := validate(t, w, tn, top, h.top, files)
 		if err == nil || !strings.Contains(err.Error(), "Unknown Property allowed_adress_pairs") {
 			t.Errorf("a misspelt property in a member template: %v, want Heat's Unknown Property", err)
 		}
