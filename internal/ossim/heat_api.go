@@ -369,7 +369,7 @@ func (s *Sim) heatStack(w http.ResponseWriter, r *http.Request, tok *token, base
 	case "outputs":
 		outs := s.stackOutputs(st)
 		if len(rest) == 1 {
-			var list []any
+			list := []any{}
 			for _, o := range outs {
 				list = append(list, map[string]any{"output_key": o["output_key"], "description": o["description"]})
 			}

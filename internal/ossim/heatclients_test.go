@@ -2,6 +2,7 @@ package ossim_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -119,6 +120,10 @@ func TestInterfaceDetachAttach(t *testing.T) {
 		}
 		ias, _ := attachinterfaces.ExtractInterfaces(pages)
 		if len(ias) == 0 {
+			// Nova's empty list is [], not null (novaclient iterates it).
+			if body := pages.GetBody(); !strings.Contains(fmt.Sprint(body), "interfaceAttachments:[]") {
+				t.Errorf("empty interface list as %v", body)
+			}
 			break
 		}
 		if time.Now().After(deadline) {

@@ -843,7 +843,7 @@ func (s *Sim) serveNova(w http.ResponseWriter, r *http.Request) {
 		defer s.mu.Unlock()
 		switch {
 		case len(segs) == 1 || (len(segs) == 2 && segs[1] == "detail"):
-			var list []any
+			list := []any{}
 			for _, f := range s.flavors {
 				if len(segs) == 1 {
 					list = append(list, map[string]any{"id": f.ID, "name": f.Name, "links": flavorJSON(f, base)["links"]})
@@ -1002,7 +1002,7 @@ func (s *Sim) novaServers(w http.ResponseWriter, r *http.Request, tok *token, ba
 		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]any{"metadata": md})
 	case len(segs) == 2 && segs[1] == "os-interface" && r.Method == http.MethodGet:
-		var list []any
+		list := []any{}
 		for _, pid := range sv.ports {
 			if p := s.ports[pid]; p != nil {
 				pj := s.portJSON(p)

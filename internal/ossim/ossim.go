@@ -454,6 +454,7 @@ func (s *Sim) goAsync(fn func(ctx context.Context)) {
 //	/networking/v2.0/...       Neutron
 //	/load-balancer/v2/...      Octavia
 //	/image/v2/...              Glance (images by name and id)
+//	/volume/v3/...             Cinder: its extension list only
 //	/_sim/...                  simulator admin (faults, hosts); no token
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Openstack-Request-Id", "req-"+uuid.NewString())
@@ -479,6 +480,8 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveOctavia(w, r)
 	case p == "/image" || strings.HasPrefix(p, "/image/"):
 		s.serveGlance(w, r)
+	case p == "/volume" || strings.HasPrefix(p, "/volume/"):
+		s.serveCinder(w, r)
 	case strings.HasPrefix(p, "/v1/"):
 		s.serveHeat(w, r)
 	default:

@@ -150,6 +150,14 @@ func golden(ctx context.Context, adminURL string, logf func(string, ...any)) (st
 	if err := os.Rename(tmp, dir); err != nil {
 		return "", fmt.Errorf("osworld: %w", err)
 	}
+	// Dumps of other package versions or formats are stale now.
+	if olds, err := filepath.Glob(filepath.Join(base, "[0-9a-f]*")); err == nil {
+		for _, o := range olds {
+			if o != dir && len(filepath.Base(o)) == 16 {
+				_ = os.RemoveAll(o)
+			}
+		}
+	}
 	logf("osworld: golden Keystone and Heat databases built in %s (%s)", time.Since(began).Round(time.Millisecond), dir)
 	return dir, nil
 }
