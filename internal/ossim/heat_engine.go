@@ -422,6 +422,9 @@ func (s *Sim) createAll(ctx context.Context, st *stack) error {
 	})
 }
 
+// actionRetryLimit is Heat's default action_retry_limit.
+const actionRetryLimit = 5
+
 // createResource resolves the properties and runs the type's create.
 func (s *Sim) createResource(ctx context.Context, r *resource) error {
 	s.mu.Lock()
@@ -447,6 +450,18 @@ func (s *Sim) createResource(ctx context.Context, r *resource) error {
 			_ = sleep(ctx, s.opts.ResourceLatency)
 			err = errf(500, "InternalServerError", "%s", r.fault)
 		} else {
+			err = h.create(ctx, s, r)
+		}
+		// Heat retries a create that ended in ERROR (a server that went to
+		// ERROR, a conflict) action_retry_limit = 5 times, deleting the
+		// failed physical resource first, with a growing pause.
+		var ie *inErrorState
+		for attempt := 1; attempt <= actionRetryLimit && errors.As(err, &ie) && ctx.Err() == nil; attempt++ {
+			_ = h.delete(ctx, s, r)
+			_ = sleep(ctx, s.opts.ResourceLatency<<attempt)
+			s.mu.Lock()
+			r.fault = s.takeFault(r, "CREATE")
+			s.mu.Unlock()
 			err = h.create(ctx, s, r)
 		}
 	}

@@ -566,7 +566,8 @@ func TestFailures(t *testing.T) {
 }
 
 func TestFailureInNestedMember(t *testing.T) {
-	e := newEnv(t, ossim.Options{Faults: ossim.Faults{FailResources: []ossim.ResourceFault{{Name: "workerNode", Times: 1}}}})
+	// Six failures: Heat retries a server that went to ERROR five times.
+	e := newEnv(t, ossim.Options{Faults: ossim.Faults{FailResources: []ossim.ResourceFault{{Name: "workerNode", Times: 6}}}})
 	ctx := context.Background()
 	top, files := readTestdata(t, "tacker")
 	cs, err := stacks.Create(ctx, e.heat, rawCreate{Name: "vnflcm_fail", Template: top, Files: files,
@@ -583,7 +584,7 @@ func TestFailureInNestedMember(t *testing.T) {
 	if r := find(all, "workerNode"); r == nil || r.Status != "CREATE_FAILED" {
 		t.Errorf("workerNode: %+v", r)
 	}
-	if f := e.sim.Faults(); f.FailResources[0].Fired != 1 {
+	if f := e.sim.Faults(); f.FailResources[0].Fired != 6 {
 		t.Errorf("fault fired %d times", f.FailResources[0].Fired)
 	}
 	// The fault is used up: an update replaces the failed server.

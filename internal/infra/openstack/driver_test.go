@@ -683,8 +683,9 @@ func TestFailedInstantiateAndRollback(t *testing.T) {
 }
 
 func TestRetryAfterFailedInstantiateRecreates(t *testing.T) {
+	// Six failures: Heat retries a server that went to ERROR five times.
 	h := newHarness(t)
-	h.sim.SetFaults(ossim.Faults{FailResources: []ossim.ResourceFault{{Name: "masterNode", Type: "OS::Nova::Server", Times: 1}}})
+	h.sim.SetFaults(ossim.Faults{FailResources: []ossim.ResourceFault{{Name: "masterNode", Type: "OS::Nova::Server", Times: 6}}})
 	r := h.start(model.OpInstantiate, instantiateRequest())
 	if _, err := r.attempt(context.Background(), "infra.instantiate", h.d.Instantiate); err == nil {
 		t.Fatal("instantiate succeeded despite the fault")
@@ -704,7 +705,9 @@ func TestFailedScaleOutRollback(t *testing.T) {
 	h := newHarness(t)
 	h.instantiate()
 	before := clone(t, h.inst.InstantiatedVnfInfo)
-	h.sim.SetFaults(ossim.Faults{FailResources: []ossim.ResourceFault{{Name: "workerNode", Type: "OS::Nova::Server", Times: 1}}})
+	// Every new worker fails, through Heat's five retries of a server
+	// that went to ERROR.
+	h.sim.SetFaults(ossim.Faults{FailResources: []ossim.ResourceFault{{Name: "workerNode", Type: "OS::Nova::Server"}}})
 	steps := 2
 	r := h.start(model.OpScale, &model.ScaleVnfRequest{Type: model.ScaleOut, AspectID: "worker_instance", NumberOfSteps: &steps})
 	if _, err := r.attempt(context.Background(), "infra.scale", h.d.Scale); err == nil || !strings.Contains(err.Error(), "UPDATE_FAILED") {
