@@ -449,8 +449,6 @@ func (e *osEnv) servers() map[string]ossim.ServerInfo {
 
 func TestOpenStackLifecycleOverHTTP(t *testing.T) { testOpenStackLifecycle(t, false) }
 
-// TestRealHeatOpenStackLifecycle: the same over real Keystone and Heat.
-func TestRealHeatOpenStackLifecycle(t *testing.T) { testOpenStackLifecycle(t, true) }
 
 func testOpenStackLifecycle(t *testing.T, realHeat bool) {
 	e := newOSEnvWith(t, realHeat)
@@ -558,8 +556,6 @@ func testOpenStackLifecycle(t *testing.T, realHeat bool) {
 // creates the stack resumes in another process without a second stack.
 func TestOpenStackRollbackAndKill9(t *testing.T) { testOpenStackRollbackAndKill9(t, false) }
 
-// TestRealHeatOpenStackRollbackAndKill9: the same over real Keystone and Heat.
-func TestRealHeatOpenStackRollbackAndKill9(t *testing.T) { testOpenStackRollbackAndKill9(t, true) }
 
 func testOpenStackRollbackAndKill9(t *testing.T, realHeat bool) {
 	e := newOSEnvWith(t, realHeat)
