@@ -350,7 +350,6 @@ func (e *k8sEnv) etcdMembers(v vnfc) map[string]bool {
 
 func TestKubeadmHAClusterLifecycle(t *testing.T) { testKubeadmHAClusterLifecycle(t, false) }
 
-
 func testKubeadmHAClusterLifecycle(t *testing.T, realHeat bool) {
 	e := newK8sHAEnvWith(t, realHeat)
 	inst := e.createInstance()

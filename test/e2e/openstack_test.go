@@ -449,7 +449,6 @@ func (e *osEnv) servers() map[string]ossim.ServerInfo {
 
 func TestOpenStackLifecycleOverHTTP(t *testing.T) { testOpenStackLifecycle(t, false) }
 
-
 func testOpenStackLifecycle(t *testing.T, realHeat bool) {
 	e := newOSEnvWith(t, realHeat)
 	inst := e.createInstance()
@@ -555,7 +554,6 @@ func testOpenStackLifecycle(t *testing.T, realHeat bool) {
 // A failed instantiate rolls back over HTTP; a VNFM killed while Heat
 // creates the stack resumes in another process without a second stack.
 func TestOpenStackRollbackAndKill9(t *testing.T) { testOpenStackRollbackAndKill9(t, false) }
-
 
 func testOpenStackRollbackAndKill9(t *testing.T, realHeat bool) {
 	e := newOSEnvWith(t, realHeat)
