@@ -17,6 +17,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 )
@@ -38,8 +39,8 @@ import (
 //     VIP in status.loadBalancer.ingress. A load balancer whose Service is
 //     gone (or no longer of type LoadBalancer) is deleted with its children.
 //
-// Everything it creates is marked with [neutron_defaults] resource_tags
-// (load balancers as tags, ports in their description), so several
+// Everything it creates is tagged with [neutron_defaults] resource_tags
+// (load balancers at creation, ports right after it), so several
 // clusters can share a project. It polls (every
 // second; the stand-in API server has no watch) and logs one line per change.
 // Not modelled: ClusterIP services as load balancers, network policies,
@@ -197,13 +198,19 @@ func (k *kuryrController) syncPods(ctx context.Context, pods []Obj) error {
 		return err
 	}
 	byName := map[string]ports.Port{}
+	var errs []error
 	for _, p := range existing {
-		if p.Description == k.portDescription() {
+		if k.tagged(p.Tags) && (len(k.tags) > 0 || p.Description == k.portDescription()) {
+			byName[p.Name] = p
+		} else if p.Description == k.portDescription() { // made, not yet tagged
+			if err := k.tagPort(ctx, p.ID); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			byName[p.Name] = p
 		}
 	}
 	live := map[string]bool{}
-	var errs []error
 	for _, pod := range pods {
 		if b, _ := getMap(pod, "spec")["hostNetwork"].(bool); b {
 			continue
@@ -221,6 +228,10 @@ func (k *kuryrController) syncPods(ctx context.Context, pods []Obj) error {
 				FixedIPs: []ports.IP{{SubnetID: k.podSubnet}}, SecurityGroups: &sgs, ProjectID: k.project, Description: k.portDescription()}).Extract()
 			if err != nil {
 				errs = append(errs, fmt.Errorf("pod %s: creating its port: %w", key, err))
+				continue
+			}
+			if err := k.tagPort(ctx, created.ID); err != nil {
+				errs = append(errs, fmt.Errorf("pod %s: %w", key, err))
 				continue
 			}
 			p = *created
@@ -256,7 +267,20 @@ func (k *kuryrController) syncPods(ctx context.Context, pods []Obj) error {
 	return errors.Join(errs...)
 }
 
-// portDescription marks this cluster's pod ports (the resource tags).
+// tagPort gives a pod port the resource tags (Neutron's tag extension), as
+// Kuryr does right after creating it.
+func (k *kuryrController) tagPort(ctx context.Context, id string) error {
+	if len(k.tags) == 0 {
+		return nil
+	}
+	if _, err := attributestags.ReplaceAll(ctx, k.net, "ports", id, attributestags.ReplaceAllOpts{Tags: k.tags}).Extract(); err != nil {
+		return fmt.Errorf("tagging port %s: %w", id, err)
+	}
+	return nil
+}
+
+// portDescription marks this cluster's pod ports (the resource tags) until
+// they are tagged.
 func (k *kuryrController) portDescription() string {
 	return "kuryr pod port " + strings.Join(k.tags, ",")
 }

@@ -148,6 +148,13 @@ func TestKuryrControllerStandIn(t *testing.T) {
 	if err != nil || port.Name != "default/web-1" || port.DeviceOwner != "compute:kuryr" || len(port.SecurityGroups) != 1 || port.SecurityGroups[0] != cloud.sg {
 		t.Fatalf("pod port %+v %v", port, err)
 	}
+	tp, err := ports.List(nw, ports.ListOpts{Tags: "cluster-a"}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tagged, _ := ports.ExtractPorts(tp); len(tagged) != 1 || tagged[0].ID != port.ID {
+		t.Fatalf("the ports tagged with cluster-a's resource tag: %+v (the pod port has tags %v)", tagged, port.Tags)
+	}
 	if h, _ := f.admin.Get(ctx, resPods, "default", "agent"); getStr(h, "metadata", "annotations", kuryrVifAnnotation) != "" {
 		t.Error("a host-network pod got a port")
 	}

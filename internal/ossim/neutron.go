@@ -70,6 +70,7 @@ type port struct {
 	vnicType                     string
 	hostID                       string
 	description                  string
+	tags                         []string // the tag extension
 	created, updated             time.Time
 	revision                     int
 }
@@ -502,7 +503,7 @@ func (s *Sim) portJSON(p *port) map[string]any {
 		"device_id": p.deviceID, "device_owner": p.deviceOwner, "status": p.status, "admin_state_up": true,
 		"security_groups": sgs, "port_security_enabled": p.portSecurity, "binding:vnic_type": p.vnicType,
 		"binding:host_id": host, "binding:vif_type": vifType, "binding:vif_details": map[string]any{}, "binding:profile": map[string]any{},
-		"description": p.description, "tags": []string{}, "propagate_uplink_status": false,
+		"description": p.description, "tags": append([]string{}, p.tags...), "propagate_uplink_status": false,
 		"created_at": novaTime(p.created), "updated_at": novaTime(p.updated), "revision_number": p.revision,
 	}
 }
@@ -557,6 +558,54 @@ func (s *Sim) sgJSON(g *secGroup) map[string]any {
 	}
 }
 
+// servePortTags is Neutron's tag extension for ports: GET and PUT (replace)
+// /ports/{id}/tags, PUT and DELETE /ports/{id}/tags/{tag}.
+func (s *Sim) servePortTags(w http.ResponseWriter, r *http.Request, id string, rest []string) {
+	if _, ok := s.authenticate(w, r); !ok {
+		return
+	}
+	var body struct {
+		Tags []string `json:"tags"`
+	}
+	if r.Method == http.MethodPut && len(rest) == 0 {
+		if err := readJSON(r, &body); err != nil {
+			neutronErr(w, errf(400, "BadRequest", "Invalid input: %v", err))
+			return
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.ports[id]
+	if p == nil {
+		neutronErr(w, errf(404, "PortNotFound", "Port %s could not be found.", id))
+		return
+	}
+	switch {
+	case r.Method == http.MethodGet && len(rest) == 0:
+	case r.Method == http.MethodPut && len(rest) == 0:
+		p.tags = slices.Compact(slices.Sorted(slices.Values(body.Tags)))
+	case r.Method == http.MethodPut && len(rest) == 1:
+		if !slices.Contains(p.tags, rest[0]) {
+			p.tags = append(p.tags, rest[0])
+		}
+		w.WriteHeader(http.StatusCreated)
+		return
+	case r.Method == http.MethodDelete && len(rest) == 1:
+		if !slices.Contains(p.tags, rest[0]) {
+			neutronErr(w, errf(404, "TagNotFound", "Tag %s could not be found.", rest[0]))
+			return
+		}
+		p.tags = slices.DeleteFunc(p.tags, func(t string) bool { return t == rest[0] })
+		w.WriteHeader(http.StatusNoContent)
+		return
+	default:
+		neutronErr(w, errf(405, "HTTPMethodNotAllowed", "The method is not allowed for the requested URL."))
+		return
+	}
+	p.updated = s.now()
+	writeJSON(w, http.StatusOK, map[string]any{"tags": append([]string{}, p.tags...)})
+}
+
 // ---- API ----
 
 func neutronErr(w http.ResponseWriter, err error) {
@@ -600,7 +649,7 @@ func (s *Sim) serveNeutron(w http.ResponseWriter, r *http.Request) {
 	}
 	if segs[0] == "extensions" {
 		var exts []any
-		for _, a := range []string{"allowed-address-pairs", "binding", "external-net", "port-security", "router", "security-group", "quotas", "standard-attr-revisions", "standard-attr-timestamp"} {
+		for _, a := range []string{"allowed-address-pairs", "binding", "external-net", "port-security", "router", "security-group", "quotas", "standard-attr-revisions", "standard-attr-timestamp", "standard-attr-tag"} {
 			exts = append(exts, map[string]any{"alias": a, "name": a, "description": a, "updated": "2013-01-01T00:00:00-00:00", "links": []any{}})
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"extensions": exts})
@@ -609,6 +658,10 @@ func (s *Sim) serveNeutron(w http.ResponseWriter, r *http.Request) {
 	coll := strings.TrimSuffix(segs[0], ".json")
 	if coll == "routers" && len(segs) == 3 {
 		s.serveRouterAction(w, r, segs[1], strings.TrimSuffix(segs[2], ".json"))
+		return
+	}
+	if coll == "ports" && len(segs) >= 3 && segs[2] == "tags" {
+		s.servePortTags(w, r, segs[1], segs[3:])
 		return
 	}
 	one, known := neutronCollections[coll]
@@ -756,6 +809,30 @@ func matchNeutronFilters(it map[string]any, q url.Values) bool {
 	for k, vals := range q {
 		switch k {
 		case "fields", "limit", "marker", "sort_key", "sort_dir", "page_reverse":
+			continue
+		case "tags", "tags-any", "not-tags", "not-tags-any":
+			// The tag extension's filters: comma-separated lists, all
+			// (tags) or any (tags-any) of them, or the negations.
+			have, _ := it["tags"].([]string)
+			var want []string
+			for _, v := range vals {
+				want = append(want, strings.Split(v, ",")...)
+			}
+			has := func(t string) bool { return slices.Contains(have, t) }
+			var ok bool
+			switch k {
+			case "tags":
+				ok = !slices.ContainsFunc(want, func(t string) bool { return !has(t) })
+			case "tags-any":
+				ok = slices.ContainsFunc(want, has)
+			case "not-tags":
+				ok = slices.ContainsFunc(want, func(t string) bool { return !has(t) })
+			case "not-tags-any":
+				ok = !slices.ContainsFunc(want, has)
+			}
+			if !ok {
+				return false
+			}
 			continue
 		case "fixed_ips":
 			ok := false
@@ -976,6 +1053,7 @@ func (s *Sim) neutronCreate(coll, project string, b map[string]any) (map[string]
 		if err != nil {
 			return nil, err
 		}
+		p.tags = stringList(b["tags"])
 		return s.portJSON(p), nil
 	case "floatingips":
 		var fixed, want netip.Addr

@@ -14,6 +14,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -386,5 +387,80 @@ func TestKuryrStyleStack(t *testing.T) {
 	res, err := http.DefaultClient.Do(req)
 	if err != nil || res.StatusCode != 200 {
 		t.Errorf("version document: %v %v", res, err)
+	}
+}
+
+// Neutron's tag extension on ports, as Kuryr uses it: replace, add,
+// remove, and the list filters (tags: all of, tags-any, not-tags,
+// not-tags-any); Octavia load balancers filter by tags too.
+func TestPortTags(t *testing.T) {
+	e := newEnv(t, ossim.Options{})
+	ctx := context.Background()
+	net1 := e.networkID("net1")
+	mk := func(name string) string {
+		p, err := ports.Create(ctx, e.neutron, ports.CreateOpts{NetworkID: net1, Name: name}).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.ID
+	}
+	a, b, c := mk("a"), mk("b"), mk("c")
+	if _, err := attributestags.ReplaceAll(ctx, e.neutron, "ports", a, attributestags.ReplaceAllOpts{Tags: []string{"x", "y"}}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	if err := attributestags.Add(ctx, e.neutron, "ports", b, "x").ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := attributestags.Add(ctx, e.neutron, "ports", c, "gone").ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := attributestags.Delete(ctx, e.neutron, "ports", c, "gone").ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	if tags, err := attributestags.List(ctx, e.neutron, "ports", a).Extract(); err != nil || strings.Join(tags, ",") != "x,y" {
+		t.Fatalf("tags of a: %v %v", tags, err)
+	}
+	names := func(o ports.ListOpts) string {
+		pages, err := ports.List(e.neutron, o).AllPages(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, _ := ports.ExtractPorts(pages)
+		var n []string
+		for _, p := range l {
+			if p.NetworkID == net1 {
+				n = append(n, p.Name)
+			}
+		}
+		slices.Sort(n)
+		return strings.Join(n, ",")
+	}
+	for _, tc := range []struct {
+		o    ports.ListOpts
+		want string
+	}{
+		{ports.ListOpts{Tags: "x"}, "a,b"},
+		{ports.ListOpts{Tags: "x,y"}, "a"},
+		{ports.ListOpts{TagsAny: "y,z"}, "a"},
+		{ports.ListOpts{NotTags: "x,y"}, "b,c"},
+		{ports.ListOpts{NotTagsAny: "x"}, "c"},
+	} {
+		if got := names(tc.o); got != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.o, got, tc.want)
+		}
+	}
+	oct := e.octavia()
+	sn := e.subnetOf("net1")
+	for _, tags := range [][]string{{"kuryr", "x"}, {"kuryr"}} {
+		if _, err := loadbalancers.Create(ctx, oct, loadbalancers.CreateOpts{VipSubnetID: sn.ID, Tags: tags}).Extract(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pages, err := loadbalancers.List(oct, loadbalancers.ListOpts{Tags: []string{"kuryr", "x"}}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := loadbalancers.ExtractLoadBalancers(pages); len(l) != 1 || !slices.Contains(l[0].Tags, "x") {
+		t.Errorf("load balancers tagged kuryr and x: %+v", l)
 	}
 }

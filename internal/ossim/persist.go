@@ -4,17 +4,21 @@ package ossim
 // one JSON file, written atomically whenever it changed (checked every
 // SaveInterval and on Close), and read back by New, so the cloud survives a
 // restart of its process — graceful or kill -9 — like a real cloud keeps its
-// database: accounts (with their ids), tokens, networks, subnets, ports,
-// floating IPs, security groups, server groups, servers (with their host
-// keys and console logs) and stacks (templates, files, environment,
-// parameters, resources, events). Servers on the host-backed network get
+// database: accounts (with their ids), tokens, networks, subnets, ports
+// (with their tags), floating IPs, security groups, server groups, servers
+// (with their host keys and console logs), stacks (templates, files,
+// environment, parameters, resources, events), and — in persist_lb.go —
+// routers, Octavia's objects and application credentials (a token keeps
+// the access rules of the credential it was issued for). Servers on the
+// host-backed network get
 // their hosts back through testhosts' persistent networks (Restore), with
 // their disks and identities.
 //
 // After a restart, what was in progress is settled the way OpenStack's
 // services settle it when they restart: a stack action IN_PROGRESS becomes
 // FAILED ("Engine went down during stack CREATE"), a server still building
-// becomes ERROR. Clients (the VNFM's infra driver) retry from there.
+// becomes ERROR, an Octavia object pending is ACTIVE (or gone, if it was
+// being deleted). Clients (the VNFM's infra driver) retry from there.
 //
 // The API handlers know nothing of this file: the state is read from the
 // same structures they use, under the same lock.
@@ -66,6 +70,9 @@ type stateFile struct {
 	Stacks    []stStack         `json:"stacks,omitempty"`
 	SwConfigs map[string]string `json:"software_configs,omitempty"`
 	ServerSeq int               `json:"server_seq"`
+	Routers   []stRouter        `json:"routers,omitempty"`                 // persist_lb.go
+	Octavia   *stOctavia        `json:"octavia,omitempty"`                 // persist_lb.go
+	AppCreds  []stAppCred       `json:"application_credentials,omitempty"` // persist_lb.go
 }
 
 type stAccount struct {
@@ -78,6 +85,8 @@ type stToken struct {
 	Methods                             []string
 	Issued, Expires                     time.Time
 	Revoked                             bool
+	AppCred                             string       `json:",omitempty"` // the application credential it was issued for
+	Rules                               []accessRule `json:",omitempty"` // and its access rules
 }
 
 type stNetwork struct {
@@ -117,6 +126,7 @@ type stPort struct {
 	VnicType, HostID, Description     string
 	Created, Updated                  time.Time
 	Revision                          int
+	Tags                              []string `json:",omitempty"`
 }
 
 type stFIP struct {
@@ -226,7 +236,7 @@ func (s *Sim) snapshot() *stateFile {
 			continue
 		}
 		f.Tokens = append(f.Tokens, stToken{ID: t.id, UserID: t.account.UserID, AuditID: t.auditID, Base: t.base, ScopeTok: t.scopeTok,
-			Methods: t.methods, Issued: t.issued, Expires: t.expires, Revoked: t.revoked})
+			Methods: t.methods, Issued: t.issued, Expires: t.expires, Revoked: t.revoked, AppCred: t.appCred, Rules: t.rules})
 	}
 	for _, n := range s.nets {
 		f.Networks = append(f.Networks, stNetwork{n.id, n.name, n.project, n.subnets, n.external, n.shared, n.portSecurity, n.created, n.updated, n.revision, n.segID})
@@ -242,7 +252,7 @@ func (s *Sim) snapshot() *stateFile {
 	for _, p := range s.ports {
 		x := stPort{ID: p.id, Name: p.name, NetworkID: p.networkID, Project: p.project, MAC: p.mac, DeviceID: p.deviceID,
 			DeviceOwner: p.deviceOwner, Status: p.status, SGs: p.sgs, PortSecurity: p.portSecurity, VnicType: p.vnicType,
-			HostID: p.hostID, Description: p.description, Created: p.created, Updated: p.updated, Revision: p.revision}
+			HostID: p.hostID, Description: p.description, Created: p.created, Updated: p.updated, Revision: p.revision, Tags: p.tags}
 		for _, fi := range p.fixed {
 			x.Fixed = append(x.Fixed, stFixedIP{fi.subnetID, fi.ip})
 		}
@@ -324,6 +334,7 @@ func (s *Sim) snapshot() *stateFile {
 	sort.Slice(f.SrvGroups, func(i, j int) bool { return f.SrvGroups[i].ID < f.SrvGroups[j].ID })
 	sort.Slice(f.Servers, func(i, j int) bool { return f.Servers[i].ID < f.Servers[j].ID })
 	sort.Slice(f.Stacks, func(i, j int) bool { return f.Stacks[i].ID < f.Stacks[j].ID })
+	s.snapshotLB(f)
 	return f
 }
 
@@ -458,7 +469,7 @@ func (s *Sim) restoreState(f *stateFile) error {
 	for _, t := range f.Tokens {
 		if a := byUser[t.UserID]; a != nil {
 			s.tokens[t.ID] = &token{id: t.ID, account: a, methods: t.Methods, issued: t.Issued, expires: t.Expires,
-				auditID: t.AuditID, base: t.Base, revoked: t.Revoked, scopeTok: t.ScopeTok}
+				auditID: t.AuditID, base: t.Base, revoked: t.Revoked, scopeTok: t.ScopeTok, appCred: t.AppCred, rules: t.Rules}
 		}
 	}
 	for _, n := range f.Networks {
@@ -476,7 +487,7 @@ func (s *Sim) restoreState(f *stateFile) error {
 	for _, x := range f.Ports {
 		p := &port{id: x.ID, name: x.Name, networkID: x.NetworkID, project: x.Project, mac: x.MAC, deviceID: x.DeviceID,
 			deviceOwner: x.DeviceOwner, status: x.Status, sgs: x.SGs, portSecurity: x.PortSecurity, vnicType: x.VnicType,
-			hostID: x.HostID, description: x.Description, created: x.Created, updated: x.Updated, revision: x.Revision}
+			hostID: x.HostID, description: x.Description, created: x.Created, updated: x.Updated, revision: x.Revision, tags: x.Tags}
 		for _, fi := range x.Fixed {
 			p.fixed = append(p.fixed, fixedIP{fi.SubnetID, fi.IP})
 		}
@@ -542,6 +553,7 @@ func (s *Sim) restoreState(f *stateFile) error {
 	if f.SwConfigs != nil {
 		s.swConfigs = f.SwConfigs
 	}
+	s.restoreLB(f)
 	return s.restoreStacks(f.Stacks)
 }
 

@@ -12,8 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/applicationcredentials"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/orchestration/v1/stackresources"
 	"github.com/gophercloud/gophercloud/v2/openstack/orchestration/v1/stacks"
 	"golang.org/x/crypto/ssh"
@@ -264,4 +274,146 @@ func TestPersistHosts(t *testing.T) {
 	if saved, err := hn.Saved(); err != nil || len(saved) != 0 || !slices.Equal(saved, nil) {
 		t.Fatalf("saved hosts after the stack's deletion: %v %v", saved, err)
 	}
+}
+
+// Routers, Octavia objects, port tags and application credentials (with
+// their tokens' access rules) survive a restart; a load balancer pending
+// when the simulator stopped is ACTIVE afterwards; the restored stack with
+// them deletes cleanly.
+func TestPersistRoutersOctaviaAppCreds(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cloud.json")
+	r := &restartable{t: t, opts: ossim.Options{StateFile: file, Latency: 5 * time.Millisecond, SaveInterval: 20 * time.Millisecond}}
+	e := r.start()
+	ctx := context.Background()
+	top, files := readTestdata(t, "kuryr")
+	cs, err := stacks.Create(ctx, e.heat, rawCreate{Name: "kuryr", Template: top, Files: files, Params: map[string]any{"masters": 2}}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait("kuryr", cs.ID, "CREATE_COMPLETE")
+	summary := func(e *env) string {
+		t.Helper()
+		var out []string
+		rp, err := routers.List(e.neutron, routers.ListOpts{}).AllPages(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rl, _ := routers.ExtractRouters(rp)
+		for _, x := range rl {
+			out = append(out, "router "+x.ID+" "+x.Name+" gw "+x.GatewayInfo.NetworkID)
+		}
+		lp, err := loadbalancers.List(e.octavia(), loadbalancers.ListOpts{}).AllPages(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ll, _ := loadbalancers.ExtractLoadBalancers(lp)
+		for _, x := range ll {
+			out = append(out, fmt.Sprintf("lb %s %s %s %s listeners %d pools %d tags %v", x.ID, x.VipAddress, x.ProvisioningStatus,
+				x.OperatingStatus, len(x.Listeners), len(x.Pools), x.Tags))
+			for _, p := range x.Pools {
+				mp, _ := pools.ListMembers(e.octavia(), p.ID, pools.ListMembersOpts{}).AllPages(ctx)
+				ml, _ := pools.ExtractMembers(mp)
+				for _, m := range ml {
+					out = append(out, "member "+m.ID+" "+m.Address+" "+m.ProvisioningStatus)
+				}
+			}
+		}
+		mp, _ := monitors.List(e.octavia(), monitors.ListOpts{}).AllPages(ctx)
+		ml, _ := monitors.ExtractMonitors(mp)
+		for _, m := range ml {
+			out = append(out, "monitor "+m.ID+" "+m.Type+" "+m.ProvisioningStatus)
+		}
+		pp, _ := ports.List(e.neutron, ports.ListOpts{Tags: "kuryr"}).AllPages(ctx)
+		pl, _ := ports.ExtractPorts(pp)
+		for _, p := range pl {
+			out = append(out, fmt.Sprintf("tagged port %s %v", p.ID, p.Tags))
+		}
+		slices.Sort(out)
+		return strings.Join(out, "\n")
+	}
+	// A port Kuryr tagged.
+	p, err := ports.Create(ctx, e.neutron, ports.CreateOpts{NetworkID: e.networkID("net1"), Name: "default/web-1"}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attributestags.ReplaceAll(ctx, e.neutron, "ports", p.ID, attributestags.ReplaceAllOpts{Tags: []string{"kuryr", "cluster-a"}}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	// An application credential restricted to Neutron, and a token of it.
+	ident, _ := openstack.NewIdentityV3(e.provider, gophercloud.EndpointOpts{})
+	user, err := tokens.Get(ctx, ident, e.provider.Token()).ExtractUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := applicationcredentials.Create(ctx, ident, user.ID, applicationcredentials.CreateOpts{Name: "kuryr-a",
+		AccessRules: []applicationcredentials.AccessRule{{Service: "network", Method: "*", Path: "/**"}}}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acp, err := openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: e.authURL(), ApplicationCredentialID: ac.ID, ApplicationCredentialSecret: ac.Secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acToken := acp.Token()
+	// A load balancer still PENDING_CREATE when the simulator stops (its
+	// amphora takes a minute to boot).
+	r.stop()
+	r.opts.Latency = time.Minute
+	e = r.start()
+	sn := e.subnetOf("net1")
+	lb, err := loadbalancers.Create(ctx, e.octavia(), loadbalancers.CreateOpts{Name: "late", VipSubnetID: sn.ID, Tags: []string{"kuryr"}}).Extract()
+	if err != nil || lb.ProvisioningStatus != "PENDING_CREATE" {
+		t.Fatalf("load balancer %+v %v", lb, err)
+	}
+	r.stop()
+	if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), `"PENDING_CREATE"`) {
+		t.Fatalf("the state file does not hold the pending load balancer: %v", err)
+	}
+	r.opts.Latency = 5 * time.Millisecond
+	e = r.start()
+	before := summary(e)
+	if !strings.Contains(before, "router ") || !strings.Contains(before, "lb "+lb.ID) || !strings.Contains(before, "tagged port "+p.ID) ||
+		strings.Contains(before, "PENDING") || strings.Count(before, "member ") != 2 || !strings.Contains(before, "monitor ") {
+		t.Fatalf("after a restart:\n%s", before)
+	}
+	r.stop()
+	e = r.start()
+	if after := summary(e); after != before {
+		t.Fatalf("after another restart:\n%s\nbefore:\n%s", after, before)
+	}
+	// The application credential: logs in, keeps its access rules, and so
+	// does the token issued before the restarts.
+	acp, err = openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: e.authURL(), ApplicationCredentialID: ac.ID, ApplicationCredentialSecret: ac.Secret})
+	if err != nil {
+		t.Fatalf("the application credential after restarts: %v", err)
+	}
+	for _, tok := range []string{acp.Token(), acToken} {
+		for path, want := range map[string]int{"/networking/v2.0/networks": 200, "/v1/" + e.sim.Accounts()[0].ProjectID + "/stacks": 401} {
+			req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
+			req.Header.Set("X-Auth-Token", tok)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != want {
+				t.Errorf("GET %s with the application credential's token: %d, want %d", path, res.StatusCode, want)
+			}
+		}
+	}
+	// The restored stack deletes, routers and load balancer with it.
+	if err := loadbalancers.Delete(ctx, e.octavia(), lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ports.Delete(ctx, e.neutron, p.ID).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := stacks.Delete(ctx, e.heat, "kuryr", cs.ID).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	e.wait("kuryr", cs.ID, "DELETE_COMPLETE")
+	if s := summary(e); strings.Contains(s, "router ") || strings.Contains(s, "lb ") {
+		t.Errorf("after deleting the restored stack:\n%s", s)
+	}
+	r.stop()
 }
