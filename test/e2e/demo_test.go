@@ -282,3 +282,4 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+

@@ -97,13 +97,24 @@ func start(t *testing.T, db, key string, env ...string) *proc {
 	select {
 	case addr := <-ready:
 		p.base = "http://" + addr
-	case <-time.After(30 * time.Second):
+	case <-time.After(readyWait(env)):
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		t.Fatalf("server did not start:\n%s", p.logs.String())
 	}
 	// Endpoint URLs are only used in links; requests go to the bound address.
 	return p
+}
+
+// readyWait is how long a server process may take to listen: longer when
+// it starts real Keystone and Heat first.
+func readyWait(env []string) time.Duration {
+	for _, kv := range env {
+		if kv == "VNFM_SIMULATOR_HEAT=real" {
+			return 10 * time.Minute
+		}
+	}
+	return 30 * time.Second
 }
 
 type writerFunc func([]byte) (int, error)

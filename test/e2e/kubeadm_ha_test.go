@@ -350,6 +350,11 @@ func (e *k8sEnv) etcdMembers(v vnfc) map[string]bool {
 
 func TestKubeadmHAClusterLifecycle(t *testing.T) { testKubeadmHAClusterLifecycle(t, false) }
 
+// TestRealHeatKubeadmHAClusterLifecycle: the same with the VNFM talking to
+// real Keystone 22 and Heat 19.0.0, whose Nova, Neutron and Glance are the
+// simulator's (servers still real SSH hosts).
+func TestRealHeatKubeadmHAClusterLifecycle(t *testing.T) { testKubeadmHAClusterLifecycle(t, true) }
+
 func testKubeadmHAClusterLifecycle(t *testing.T, realHeat bool) {
 	e := newK8sHAEnvWith(t, realHeat)
 	inst := e.createInstance()

@@ -449,6 +449,9 @@ func (e *osEnv) servers() map[string]ossim.ServerInfo {
 
 func TestOpenStackLifecycleOverHTTP(t *testing.T) { testOpenStackLifecycle(t, false) }
 
+// TestRealHeatOpenStackLifecycle: the same over real Keystone and Heat.
+func TestRealHeatOpenStackLifecycle(t *testing.T) { testOpenStackLifecycle(t, true) }
+
 func testOpenStackLifecycle(t *testing.T, realHeat bool) {
 	e := newOSEnvWith(t, realHeat)
 	inst := e.createInstance()
@@ -554,6 +557,9 @@ func testOpenStackLifecycle(t *testing.T, realHeat bool) {
 // A failed instantiate rolls back over HTTP; a VNFM killed while Heat
 // creates the stack resumes in another process without a second stack.
 func TestOpenStackRollbackAndKill9(t *testing.T) { testOpenStackRollbackAndKill9(t, false) }
+
+// TestRealHeatOpenStackRollbackAndKill9: the same over real Keystone and Heat.
+func TestRealHeatOpenStackRollbackAndKill9(t *testing.T) { testOpenStackRollbackAndKill9(t, true) }
 
 func testOpenStackRollbackAndKill9(t *testing.T, realHeat bool) {
 	e := newOSEnvWith(t, realHeat)
