@@ -282,4 +282,3 @@ func tail(s string, n int) string {
 	}
 	return s
 }
-
