@@ -2,6 +2,8 @@ package ossim_test
 
 import (
 	"context"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,5 +104,46 @@ func TestApplicationCredentials(t *testing.T) {
 	}
 	if _, err := openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: e.authURL(), ApplicationCredentialID: ac.ID, ApplicationCredentialSecret: ac.Secret}); err == nil {
 		t.Error("logged in with a deleted credential")
+	}
+}
+
+// SetInternalURL: the catalog's internal endpoints are the simulator as the
+// servers reach it (software in a cluster finds Keystone there); the
+// public ones stay; a login through the internal URL has its catalog there.
+func TestInternalEndpoints(t *testing.T) {
+	e := newEnv(t, ossim.Options{})
+	ctx := context.Background()
+	inner := httptest.NewServer(e.sim) // the hosts' side
+	defer inner.Close()
+	e.sim.SetInternalURL(inner.URL + "/")
+	for _, tc := range []struct {
+		iface gophercloud.Availability
+		want  string
+	}{{gophercloud.AvailabilityPublic, e.srv.URL}, {gophercloud.AvailabilityInternal, inner.URL}} {
+		p, err := openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: e.authURL(), Username: "admin", Password: "secret",
+			DomainName: "Default", TenantName: "admin"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []func(*gophercloud.ProviderClient, gophercloud.EndpointOpts) (*gophercloud.ServiceClient, error){
+			openstack.NewNetworkV2, openstack.NewLoadBalancerV2, openstack.NewIdentityV3} {
+			sc, err := f(p, gophercloud.EndpointOpts{Region: "RegionOne", Availability: tc.iface})
+			if err != nil || !strings.HasPrefix(sc.Endpoint, tc.want+"/") {
+				t.Errorf("%s endpoint %v %v, want under %s", tc.iface, sc.Endpoint, err, tc.want)
+			}
+		}
+	}
+	// Through the internal URL, with the internal identity endpoint.
+	p, err := openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: inner.URL + "/v3", Username: "admin", Password: "secret",
+		DomainName: "Default", TenantName: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw, err := openstack.NewNetworkV2(p, gophercloud.EndpointOpts{Region: "RegionOne"})
+	if err != nil || !strings.HasPrefix(nw.Endpoint, inner.URL+"/") {
+		t.Fatalf("public endpoint of a login through the internal URL: %v %v", nw.Endpoint, err)
+	}
+	if _, err := networks.List(nw, nil).AllPages(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

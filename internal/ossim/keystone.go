@@ -347,8 +347,12 @@ func (s *Sim) catalog(t *token) []any {
 	entry := func(typ, name, url string) any {
 		var eps []any
 		for _, iface := range []string{"public", "internal", "admin"} {
+			u := url
+			if in := s.internalURL(); iface == "internal" && in != "" {
+				u = in + strings.TrimPrefix(url, base) // SetInternalURL
+			}
 			eps = append(eps, map[string]any{
-				"id": keystoneID(), "interface": iface, "region": s.opts.Region, "region_id": s.opts.Region, "url": url})
+				"id": keystoneID(), "interface": iface, "region": s.opts.Region, "region_id": s.opts.Region, "url": u})
 		}
 		return map[string]any{"endpoints": eps, "id": keystoneID(), "type": typ, "name": name}
 	}

@@ -26,6 +26,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -185,6 +186,7 @@ type Sim struct {
 	swConfigs map[string]string
 	images    map[string]string // Glance: id → name
 	lastBase  string
+	internal  atomic.Pointer[string] // SetInternalURL
 	closed    bool
 
 	ctx    context.Context
@@ -394,6 +396,23 @@ func (s *Sim) Close() error {
 	return errors.Join(errs...)
 }
 
+// SetInternalURL sets the base URL of the catalog's internal endpoints:
+// the simulator as the servers reach it (software inside the VNF, such as
+// Kuryr's controller, which logs in with a credential the VNFM issued and
+// calls Neutron and Octavia). Empty (the default): internal endpoints are
+// the public ones. The simulator must also be served at that URL.
+func (s *Sim) SetInternalURL(base string) {
+	base = strings.TrimRight(base, "/")
+	s.internal.Store(&base)
+}
+
+func (s *Sim) internalURL() string {
+	if p := s.internal.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
 // HostsEnabled reports whether servers become real hosts.
 func (s *Sim) HostsEnabled() bool { return s.opts.Hosts != nil }
 
@@ -460,7 +479,9 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Openstack-Request-Id", "req-"+uuid.NewString())
 	s.mu.Lock()
 	closed := s.closed
-	s.lastBase = s.baseURL(r)
+	if base := s.baseURL(r); base != s.internalURL() {
+		s.lastBase = base // the URLs the simulator makes (alarm_url) are the public ones
+	}
 	s.mu.Unlock()
 	if closed {
 		http.Error(w, "simulator closed", http.StatusServiceUnavailable)

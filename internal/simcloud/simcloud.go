@@ -99,7 +99,8 @@ type Cloud struct {
 	URL string
 	// HostURL is the simulator as the hosts reach it (the private network's
 	// gateway, same port): what software inside a cluster, such as Kuryr's
-	// controller, logs in to. Empty without real hosts.
+	// controller, logs in to; the catalog's internal endpoints. Empty
+	// without real hosts.
 	HostURL string
 	Network *testhosts.Network // nil when the servers are records only
 	// NoHostsReason says why servers are records only ("" when hosts are on).
@@ -255,6 +256,7 @@ func Start(ctx context.Context, o Options) (*Cloud, error) {
 			return nil, fmt.Errorf("simcloud: listening on the hosts' network: %w", err)
 		}
 		c.HostURL = "http://" + hostAddr
+		sim.SetInternalURL(c.HostURL) // the catalog's internal endpoints
 		go func() {
 			if err := c.srv.Serve(hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("simulator stopped (hosts' side)", "err", err)

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+
 	"github.com/mini-vnfm/mini-vnfm/internal/deps"
 	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
 )
@@ -55,6 +58,15 @@ func TestAnsibleServerAndHostCheck(t *testing.T) {
 	}
 	if out, err := h.Exec(ctx, "python3", "-c", "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).status)", c.HostURL+"/v3"); err != nil || strings.TrimSpace(out) != "200" {
 		t.Errorf("GET %s/v3 from a host: %v %s", c.HostURL, err, out)
+	}
+	// It is the catalog's internal identity endpoint.
+	p, err := openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: c.AuthURL, Username: c.User, Password: c.Password,
+		DomainName: "Default", TenantName: c.Project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := openstack.NewIdentityV3(p, gophercloud.EndpointOpts{Availability: gophercloud.AvailabilityInternal}); err != nil || !strings.HasPrefix(id.Endpoint, c.HostURL+"/v3") {
+		t.Errorf("internal identity endpoint %v %v, want %s/v3", id, err, c.HostURL)
 	}
 	if m := c.MissingPackages(); len(m) != 0 {
 		t.Fatalf("this machine has every package of the list (see .ci/run), yet the hosts lack %v", deps.Names(m))
