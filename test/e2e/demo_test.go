@@ -282,3 +282,52 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// TestRealHeatMakeRunDemo is make run with VNFM_SIMULATOR_HEAT=real and
+// make demo: the HA sample's whole lifecycle (instantiate, scale out 2,
+// scale in 1, heal a worker, heal a master, terminate) with the VNFM
+// talking to real Keystone 22 and Heat 19.0.0, whose Nova, Neutron and
+// Glance are the embedded simulator's, servers real SSH hosts.
+func TestRealHeatMakeRunDemo(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the embedded cloud's real hosts need root (network namespaces); run as root (CI does)")
+	}
+	ctx := context.Background()
+	standin, err := k8sstandin.Binary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo := filepath.Join(t.TempDir(), "vnfm-demo")
+	if out, err := exec.Command("go", "build", "-o", demo, "github.com/mini-vnfm/mini-vnfm/cmd/vnfm-demo").CombinedOutput(); err != nil {
+		t.Fatalf("building the demo: %v\n%s", err, out)
+	}
+	srv := start(t, pgtest.NewDB(t), secrets.NewKey(), defaultServerEnv+"=1", "VNFM_SIMULATOR=on", "VNFM_SIMULATOR_HEAT=real",
+		"VNFM_SIMULATOR_LISTEN=127.0.0.1:0", "VNFM_SIMULATOR_HOSTS=on", "VNFM_SIMULATOR_PREFIX=e2erealh", "VNFM_DATA_DIR="+t.TempDir(),
+		k8sstandin.BinaryEnv+"="+standin)
+	v := vimsOf(t, srv.base)
+	if len(v) != 1 || v[0]["status"] != "ACTIVE" {
+		t.Fatalf("the embedded cloud's VIM: %v", v)
+	}
+	cmdCtx, cancel := context.WithTimeout(ctx, 20*time.Minute)
+	defer cancel()
+	began := time.Now()
+	out, err := exec.CommandContext(cmdCtx, demo, "-endpoint", srv.base).CombinedOutput()
+	if err != nil {
+		srv.mu.Lock()
+		logs := srv.logs.String()
+		srv.mu.Unlock()
+		t.Fatalf("make demo failed: %v\n%s\nserver log tail:\n%s", err, out, tail(logs, 4000))
+	}
+	t.Logf("make demo on real Keystone + Heat: %s", time.Since(began).Round(time.Second))
+	for _, want := range []string{"INSTANTIATE COMPLETED", "SCALE COMPLETED", "heal a master", "HEAL COMPLETED", "TERMINATE COMPLETED", "deleted VNF instance"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	srv.mu.Lock()
+	logs := srv.logs.String()
+	srv.mu.Unlock()
+	if !strings.Contains(logs, "real Keystone") && !strings.Contains(logs, "VNFM_SIMULATOR_HEAT=real") {
+		t.Errorf("the server did not start real Keystone and Heat:\n%s", tail(logs, 2000))
+	}
+}
