@@ -251,8 +251,8 @@ result() { grep -E "^VNFM_RESULT $1=" <<<"$output" | head -1 | cut -d= -f2-; }
 	for kind in CustomResourceDefinition ServiceAccount ClusterRole ClusterRoleBinding ConfigMap Deployment DaemonSet; do
 		grep -qx "kind: $kind" "$applied" || { echo "no $kind"; cat "$applied"; false; }
 	done
-	grep -q "image: quay.io/kuryr/controller:2024.1" "$applied"
-	grep -q "image: quay.io/kuryr/cni:2024.1" "$applied"
+	grep -q "image: docker.io/kuryr/controller:2024.1" "$applied"
+	grep -q "image: docker.io/kuryr/cni:2024.1" "$applied"
 	grep -q "api_root = https://10.0.0.11:6443" "$applied"
 	grep -q "secret: {secretName: kuryr-config, defaultMode: 0400}" "$applied"
 	grep -q "kubeadm init .*--skip-phases=addon/kube-proxy" "$STUB_LOG"

@@ -69,11 +69,12 @@ CONTAINERD_VERSION="${CONTAINERD_VERSION:-1.7.24-1}"
 CALICO_VERSION="${CALICO_VERSION:-v3.28.2}"
 CALICO_MANIFEST="https://raw.githubusercontent.com/projectcalico/calico/${CALICO_VERSION}/manifests/calico.yaml"
 # Kuryr-Kubernetes: the manifests are this script's own (kuryr_manifests),
-# the images pinned here; point them at a mirror (ideally by digest) with
-# the variables.
+# the images pinned here: the pre-built kuryr/controller and kuryr/cni that
+# Kuryr's installation guide points to on Docker Hub. Point them at the
+# images you build or mirror (ideally by digest) with the variables.
 KURYR_VERSION="${KURYR_VERSION:-2024.1}"
-KURYR_CONTROLLER_IMAGE="${KURYR_CONTROLLER_IMAGE:-quay.io/kuryr/controller:${KURYR_VERSION}}"
-KURYR_CNI_IMAGE="${KURYR_CNI_IMAGE:-quay.io/kuryr/cni:${KURYR_VERSION}}"
+KURYR_CONTROLLER_IMAGE="${KURYR_CONTROLLER_IMAGE:-docker.io/kuryr/controller:${KURYR_VERSION}}"
+KURYR_CNI_IMAGE="${KURYR_CNI_IMAGE:-docker.io/kuryr/cni:${KURYR_VERSION}}"
 KURYR_CONF_DIR="${K8S_INSTALL_ROOT:-}/etc/kuryr"
 MARKER="${K8S_STANDIN_MARKER:-/etc/k8s-standin}"
 # Test hooks (bats): a root prefix for the state checks and another os-release.
