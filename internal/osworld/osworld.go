@@ -56,6 +56,7 @@ type World struct {
 	dir      string
 	ownDir   bool
 	dbs      []string
+	lock     *os.File
 	ks       *service
 	heat     *service
 	front    *http.Server
@@ -112,10 +113,19 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 	}()
 	w.dir = o.Dir
 	if w.dir == "" {
+		reapLeftovers()
 		if w.dir, err = os.MkdirTemp("", "osworld-"); err != nil {
 			return nil, fmt.Errorf("osworld: %w", err)
 		}
 		w.ownDir = true
+		// Held while the world lives (a test binary's shared world is never
+		// closed: it ends with the process, and the next start removes it).
+		if w.lock, err = os.OpenFile(filepath.Join(w.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600); err != nil {
+			return nil, fmt.Errorf("osworld: %w", err)
+		}
+		if err := syscall.Flock(int(w.lock.Fd()), syscall.LOCK_EX); err != nil {
+			return nil, fmt.Errorf("osworld: %w", err)
+		}
 	}
 	if err := writeKeys(w.dir); err != nil {
 		return nil, err
@@ -378,6 +388,9 @@ func (w *World) Close() error {
 	if w.ownDir && w.dir != "" {
 		errs = append(errs, os.RemoveAll(w.dir))
 	}
+	if w.lock != nil {
+		_ = w.lock.Close()
+	}
 	return errors.Join(errs...)
 }
 
@@ -409,6 +422,22 @@ func (w *World) Stopped(name string) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// reapLeftovers removes the directories of worlds whose process is gone
+// (their lock is free).
+func reapLeftovers() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "osworld-*"))
+	for _, d := range dirs {
+		f, err := os.OpenFile(filepath.Join(d, "lock"), os.O_RDWR, 0)
+		if err != nil {
+			continue // not ours, or not yet locked
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			_ = os.RemoveAll(d)
+		}
+		f.Close()
 	}
 }
 
