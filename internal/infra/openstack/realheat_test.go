@@ -31,7 +31,11 @@ func TestRealHeatDriver(t *testing.T) {
 		run  func(*testing.T)
 	}{
 		{"ScaleOutAndIn", TestScaleOutAndIn},
+		{"HealOneVnfc", TestHealOneVnfcKeepsAddress},
 		{"HealEntire", TestHealEntireRecreatesStack},
+		{"ChangeExtConn", TestChangeExtConn},
+		{"RetryAfterFailedInstantiate", TestRetryAfterFailedInstantiateRecreates},
+		{"FailedScaleOutRollback", TestFailedScaleOutRollback},
 		{"ResumeAfterCrash", TestResumeAfterCrashNoDuplicate},
 	} {
 		t.Run(tc.name, tc.run)
