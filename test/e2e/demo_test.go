@@ -18,6 +18,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
+	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
 	"github.com/mini-vnfm/mini-vnfm/samples"
 )
 
@@ -301,6 +302,15 @@ func TestRealHeatMakeRunDemo(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", demo, "github.com/mini-vnfm/mini-vnfm/cmd/vnfm-demo").CombinedOutput(); err != nil {
 		t.Fatalf("building the demo: %v\n%s", err, out)
 	}
+	// The embedded cloud keeps its hosts for the next start (make run's
+	// persistence): remove them once the server has stopped.
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := testhosts.Cleanup(cctx, "e2erealh"); err != nil {
+			t.Errorf("removing the embedded cloud's hosts: %v", err)
+		}
+	})
 	srv := start(t, pgtest.NewDB(t), secrets.NewKey(), defaultServerEnv+"=1", "VNFM_SIMULATOR=on", "VNFM_SIMULATOR_HEAT=real",
 		"VNFM_SIMULATOR_LISTEN=127.0.0.1:0", "VNFM_SIMULATOR_HOSTS=on", "VNFM_SIMULATOR_PREFIX=e2erealh", "VNFM_DATA_DIR="+t.TempDir(),
 		k8sstandin.BinaryEnv+"="+standin)
