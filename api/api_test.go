@@ -24,7 +24,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
 	"github.com/mini-vnfm/mini-vnfm/internal/notify"
-	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound/outboundtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
@@ -85,7 +85,7 @@ func newEnvWith(t *testing.T, pageSize int, withEngine bool, adjust func(*api.Co
 	key, _ := secrets.ParseKey(secrets.NewKey())
 	box, _ := secrets.NewBox(key)
 	cfg := lcm.Config{Store: st, Box: box, Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Infra: lcmtest.Resolver(&lcmtest.Infra{}), Logger: log,
-		Outbound: &outbound.Policy{AllowLoopback: true}}
+		Outbound: outboundtest.Policy(0)}
 	svc := lcm.NewService(cfg)
 	e := &env{t: t, st: st, logs: logs, checker: apitest.NewChecker(t)}
 	var handler atomic.Value
@@ -93,7 +93,7 @@ func newEnvWith(t *testing.T, pageSize int, withEngine bool, adjust func(*api.Co
 		handler.Load().(http.Handler).ServeHTTP(w, r)
 	}))
 	t.Cleanup(e.srv.Close)
-	n := notify.New(notify.Config{Store: st, Box: box, BaseURL: e.srv.URL, Logger: log, Outbound: &outbound.Policy{AllowLoopback: true}})
+	n := notify.New(notify.Config{Store: st, Box: box, BaseURL: e.srv.URL, Logger: log, Outbound: outboundtest.Policy(0)})
 	acfg := api.Config{Service: svc, EndpointURL: e.srv.URL, Logger: log, Metrics: metrics.New(svc.Stats, log), PageSize: pageSize, MaxBodyBytes: 64 << 10,
 		Subscriptions: notify.NewSubscriptions(n, true)}
 	if withEngine {

@@ -28,7 +28,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
-	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound/outboundtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/packages"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
@@ -165,7 +165,7 @@ func newAuthAPI(t *testing.T, st *store.Store, s auth.Settings, got func(*auth.A
 	box, _ := secrets.NewBox(key)
 	svc := lcm.NewService(lcm.Config{Store: st, Box: box, Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Infra: lcmtest.Resolver(&lcmtest.Infra{}), Logger: log})
 	pk := packages.New(packages.Config{Store: st, Box: box, Parse: stubParse, Logger: log, MaxBytes: 1 << 20, Lease: 2 * time.Second,
-		Outbound: &outbound.Policy{AllowLoopback: true}})
+		Outbound: outboundtest.Policy(0)})
 	t.Cleanup(pk.Wait)
 	au, err := auth.New(s, auth.Options{Listen: "0.0.0.0:9890", Store: st, Logger: log})
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/api"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
-	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound/outboundtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/packages"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
@@ -93,7 +93,7 @@ func newPkgEnvWith(t *testing.T, adjust func(*api.Config)) *pkgEnv {
 	box, _ := secrets.NewBox(key)
 	svc := lcm.NewService(lcm.Config{Store: st, Box: box, Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Infra: lcmtest.Resolver(&lcmtest.Infra{}), Logger: log})
 	pk := packages.New(packages.Config{Store: st, Box: box, Parse: stubParse, Logger: log, MaxBytes: 1 << 20, Lease: 2 * time.Second,
-		Outbound: &outbound.Policy{AllowLoopback: true}})
+		Outbound: outboundtest.Policy(0)})
 	t.Cleanup(pk.Wait)
 	e := &env{t: t, st: st, logs: logs}
 	var handler atomic.Value

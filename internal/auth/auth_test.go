@@ -382,6 +382,8 @@ func fakeKeystone(t *testing.T, calls *atomic.Int32) *httptest.Server {
 			roles = []map[string]string{{"name": "admin"}, {"name": "reader"}}
 		case "ks-reader":
 			roles = []map[string]string{{"name": "Reader"}}
+		case "ks-member":
+			roles = []map[string]string{{"name": "member"}, {"name": "reader"}}
 		case "ks-other-project":
 			roles = []map[string]string{{"name": "admin"}}
 			project = map[string]string{"id": "p2", "name": "other"}
@@ -470,6 +472,39 @@ func TestKeystoneProjects(t *testing.T) {
 		for _, tok := range tc.refuse {
 			if _, err := a.Authenticate(ctx, "", tok, "192.0.2.7"); err == nil || err.Status != 401 || !strings.Contains(err.Detail, "accepted project") {
 				t.Errorf("%+v: %s: %+v, want 401", tc.s, tok, err)
+			}
+		}
+	}
+}
+
+// TestKeystoneRolesMapOnlyAsConfigured: Keystone's everyday role, member,
+// gets no write scope unless the role map gives it one; roles not in the map
+// give nothing.
+func TestKeystoneRolesMapOnlyAsConfigured(t *testing.T) {
+	var calls atomic.Int32
+	ks := fakeKeystone(t, &calls)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		roles     string
+		has, lack []string
+	}{
+		{"admin=*;reader=vnflcm:read", []string{VnflcmRead}, []string{VnflcmWrite, VnfpkgmWrite, VimWrite, VimRead}},
+		{"admin=*", nil, []string{VnflcmRead, VnflcmWrite, VnfpkgmWrite, VimWrite}},
+		{"member=vnflcm:write,vnfpkgm:read", []string{VnflcmWrite, VnfpkgmRead}, []string{VnfpkgmWrite, VimWrite, VimRead}},
+	} {
+		a := newAuth(t, Settings{KeystoneURL: ks.URL + "/v3", KeystoneProject: "nfv", KeystoneRoles: tc.roles}, Options{})
+		p, err := a.Authenticate(ctx, "", "ks-member", "192.0.2.7")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.roles, err)
+		}
+		for _, s := range tc.has {
+			if !p.Scopes.Has(s) {
+				t.Errorf("roles %q: member lacks %s: %v", tc.roles, s, p.Scopes)
+			}
+		}
+		for _, s := range tc.lack {
+			if p.Scopes.Has(s) {
+				t.Errorf("roles %q: member has %s: %v", tc.roles, s, p.Scopes)
 			}
 		}
 	}

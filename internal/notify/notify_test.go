@@ -21,7 +21,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/notify"
-	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound/outboundtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
@@ -101,7 +101,7 @@ func setup(t *testing.T) *world {
 	eng := lcm.NewEngine(lcm.EngineConfig{Config: cfg, Workers: 2, Lease: 5 * time.Second, Poll: 100 * time.Millisecond})
 	n := notify.New(notify.Config{Store: st, Box: box, BaseURL: "http://vnfm.example", Logger: log,
 		BackoffMin: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond, Timeout: 2 * time.Second,
-		Outbound: &outbound.Policy{AllowLoopback: true}})
+		Outbound: outboundtest.Policy(0)})
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = eng.Run(ctx) })
 	wg.Go(func() { n.Run(ctx) })

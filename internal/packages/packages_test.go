@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound/outboundtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
@@ -231,7 +231,7 @@ func TestFetchesAreLimited(t *testing.T) {
 	defer close(release)
 	parse := func(context.Context, io.ReaderAt, int64) (*Parsed, error) { return nil, errors.New("not a CSAR") }
 	s, _ := newServiceWith(t, Config{SpoolDir: t.TempDir(), Parse: parse, MaxFetches: 2,
-		Outbound: &outbound.Policy{AllowLoopback: true}})
+		Outbound: outboundtest.Policy(0)})
 	ctx := context.Background()
 	for i := 0; i < 4; i++ {
 		p, err := s.Create(ctx, nil)

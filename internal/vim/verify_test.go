@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound/outboundtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/vim"
 	"github.com/mini-vnfm/mini-vnfm/internal/vim/vimtest"
 )
 
 // loopbackOK is the outbound policy of these tests: their servers are on
 // 127.0.0.1. A short connect timeout keeps the probe's equal-time failures short.
-var loopbackOK = &outbound.Policy{AllowLoopback: true, ConnectTimeout: 200 * time.Millisecond}
+var loopbackOK = outboundtest.Policy(200 * time.Millisecond)
 
 // closedURL returns an http URL on 127.0.0.1 where nothing listens.
 func closedURL(t *testing.T) string {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
-	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound/outboundtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/reqerr"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
@@ -58,7 +58,7 @@ func (w *vimWorld) service(keys ...[]byte) *Registry {
 		w.t.Fatal(err)
 	}
 	return New(Config{Store: w.st, Box: box, Logger: slog.New(slog.DiscardHandler),
-		Outbound: &outbound.Policy{AllowLoopback: true, ConnectTimeout: 200 * time.Millisecond}}) // the test's Keystone and API server are on 127.0.0.1
+		Outbound: outboundtest.Policy(200 * time.Millisecond)}) // the test's Keystone and API server are on 127.0.0.1
 }
 
 func (w *vimWorld) openstackBody(name, password string, extra string) string {
