@@ -924,13 +924,24 @@ var (
 	skipVerify   = "skipCertificateVerification"
 	// regionKeys are the one hint accessInfo may carry next to stored credentials.
 	regionKeys = []string{"region", "regionName", "region_name"}
+	// identityKeys say who the credentials log in as and which project they
+	// are scoped to. The OpenStack driver reads them from accessInfo and,
+	// where accessInfo lacks one, from interfaceInfo (an id beats a name), so
+	// a request could otherwise scope a VIM's stored user to another
+	// project (interfaceInfo.projectId) or pair its password with another user.
+	identityKeys = []string{"username", "userName", "user_name", "userId", "user_id",
+		"userDomain", "userDomainName", "user_domain_name", "userDomainId", "user_domain_id",
+		"project", "projectName", "project_name", "tenant", "projectId", "project_id", "tenantId", "tenant_id",
+		"projectDomain", "projectDomainName", "project_domain_name", "projectDomainId", "project_domain_id",
+		"password", "token", "bearer_token", "client_secret"}
 )
 
 // checkBinding keeps stored credentials bound to the VIM they were registered
 // with: a request entry that uses them (vimId, or the default VIM) may repeat
 // the registered endpoint and CA, ask for stricter TLS and pass hints (a
 // region, extra, other interfaceInfo), but not send them elsewhere, trust
-// another CA, skip certificate checks, or add or replace accessInfo values (a
+// another CA, skip certificate checks, log in as another user or project
+// (identity keys in interfaceInfo), or add or replace accessInfo values (a
 // request with its own credentials gives accessInfo without vimId, and then
 // only those are used). iface is the registered interfaceInfo.
 func checkBinding(v *store.Vim, c model.VimConnectionInfo, i int, iface map[string]any) error {
@@ -972,6 +983,8 @@ func checkBinding(v *store.Vim, c model.VimConnectionInfo, i int, iface map[stri
 				}
 			case sec.name == "accessInfo":
 				return refuse(sec.name, k, "a request cannot add to or replace them (only a region may be given)")
+			case slices.Contains(identityKeys, k):
+				return refuse(sec.name, k, "a request cannot choose the user or project they log in as")
 			}
 		}
 	}

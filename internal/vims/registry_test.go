@@ -329,6 +329,13 @@ func TestResolveVims(t *testing.T) {
 			"cannot make the server trust another CA"},
 		{"by vimId, credentials added", []model.VimConnectionInfo{{ID: "x", VimID: os1.ID, AccessInfo: map[string]any{"username": "other"}}}, nil,
 			"vimConnectionInfo[0].accessInfo.username"},
+		// The OpenStack driver reads identity from interfaceInfo where accessInfo lacks it (an id beats a name).
+		{"by vimId, another project in interfaceInfo", []model.VimConnectionInfo{{ID: "x", VimID: os1.ID, InterfaceInfo: map[string]any{"projectId": "p-other"}}}, nil,
+			"vimConnectionInfo[0].interfaceInfo.projectId: this entry uses the stored credentials of VIM os1"},
+		{"default VIM, another user in interfaceInfo", []model.VimConnectionInfo{{ID: "x", VimType: "openstack", InterfaceInfo: map[string]any{"user_id": "u-other"}}}, nil,
+			"vimConnectionInfo[0].interfaceInfo.user_id"},
+		{"by vimId, a Kubernetes token in interfaceInfo", []model.VimConnectionInfo{{ID: "x", VimID: k1.ID, InterfaceInfo: map[string]any{"bearer_token": "t"}}}, nil,
+			"vimConnectionInfo[0].interfaceInfo.bearer_token"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := w.svc.Resolve(ctx, tc.req)
