@@ -516,7 +516,12 @@ func (fc *flavourCtx) readExtCPs() error {
 	for _, e := range es {
 		v := rm.sub(e)
 		parts, err := v.strList()
-		if err != nil || len(parts) == 0 || len(parts) > 2 {
+		if err == nil && len(parts) == 0 {
+			// Tacker's CNF packages write `virtual_link_external: []`: the
+			// requirement exists and nothing is mapped to it.
+			continue
+		}
+		if err != nil || len(parts) > 2 {
 			return v.errf("substitution_mappings.requirements.%s must be [<node template>, <requirement>] such as [VDU1_CP1, virtual_link]", e.key)
 		}
 		n := fc.nodes[parts[0]]

@@ -182,3 +182,28 @@ func TestSamples(t *testing.T) {
 		})
 	}
 }
+
+// TestCNFSample: the sample CNF package onboards as a Tacker CNF package
+// (no base HOT, `virtual_link_external: []`, a VDU named after its
+// Deployment) with its manifests as artifacts.
+func TestCNFSample(t *testing.T) {
+	p := mustOpen(t, sampleCSAR(t, "cnf-helloworld"))
+	fl := p.Summary().Flavours["simple"]
+	if fl == nil || fl.HOT != nil || len(fl.ExtCPs) != 0 {
+		t.Fatalf("flavour simple = %+v", fl)
+	}
+	web := fl.VDUs["web"]
+	if web == nil || web.Name != "web" || web.MinInstances != 1 || web.MaxInstances != 3 || web.InitialInstances != 1 {
+		t.Errorf("VDU web = %+v", web)
+	}
+	if a := fl.ScalingAspects["web_aspect"]; a == nil || a.MaxScaleLevel != 2 || a.StepDelta("web", 0) != 1 {
+		t.Errorf("web_aspect = %+v", a)
+	}
+	found := false
+	for _, a := range p.Artifacts() {
+		found = found || a.Path == "Files/kubernetes/web.yaml"
+	}
+	if !found {
+		t.Errorf("Files/kubernetes/web.yaml is not an artifact: %+v", p.Artifacts())
+	}
+}

@@ -405,3 +405,30 @@ func TestVnfExtCpAndImportForms(t *testing.T) {
 	_, err = openBytes(tr.edit(t, fDF, "        - target: VDU1_CP2\n", "        - target: VDU1\n").csar(t), Options{})
 	wantError(t, err, fDF, 0, `VipCp vip: target "VDU1" is not a VduCp`)
 }
+
+// Tacker's CNF packages (helloworld3) write `virtual_link_external: []`
+// for a VNF without external links: it maps nothing and onboards; a
+// half-given mapping is still refused.
+func TestEmptyExternalLinkRequirement(t *testing.T) {
+	tr := baseTree().edit(t, fDF, "      virtual_link_external1_1: [ VDU1_CP1, virtual_link ]\n",
+		"      virtual_link_external: []\n      virtual_link_external1_1: [ VDU1_CP1, virtual_link ]\n")
+	p, err := openBytes(tr.csar(t), Options{})
+	if err != nil {
+		t.Fatalf("virtual_link_external: []: %v", err)
+	}
+	fl := p.Summary().Flavours["simple"]
+	if len(fl.ExtCPs) != 1 || fl.ExtCPs["VDU1_CP1"] == nil {
+		t.Errorf("external CPs %+v, want only VDU1_CP1", fl.ExtCPs)
+	}
+	only := baseTree().edit(t, fDF, "      virtual_link_external1_1: [ VDU1_CP1, virtual_link ]\n", "      virtual_link_external: []\n")
+	if p, err = openBytes(only.csar(t), Options{}); err != nil {
+		t.Fatalf("only virtual_link_external: []: %v", err)
+	}
+	if n := len(p.Summary().Flavours["simple"].ExtCPs); n != 0 {
+		t.Errorf("%d external CPs, want none", n)
+	}
+	bad := baseTree().edit(t, fDF, "      virtual_link_external1_1: [ VDU1_CP1, virtual_link ]\n", "      virtual_link_external1_1: [ VDU1_CP1, virtual_link, extra ]\n")
+	if _, err := openBytes(bad.csar(t), Options{}); err == nil || !strings.Contains(err.Error(), "must be [<node template>, <requirement>]") {
+		t.Errorf("a three-element mapping: %v", err)
+	}
+}
