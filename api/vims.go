@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/auth"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 	"github.com/mini-vnfm/mini-vnfm/internal/vim"
@@ -35,7 +36,37 @@ func (a *API) vimRoutes(r chi.Router, h *routeTable) {
 		h.handle(r, vimsPath, collection)
 		h.handle(r, vimsPath+".json", collection)
 		h.handle(r, vimsPath+"/{id}", methods{http.MethodGet: a.showVim, http.MethodPut: a.updateVim, http.MethodDelete: a.deleteVim})
+		h.handle(r, vimsPath+"/{id}/kubeconfig", methods{http.MethodGet: a.vimKubeconfig})
 	})
+}
+
+// vimKubeconfig serves a Kubernetes VIM's kubeconfig (its credentials in the
+// clear: the scope vim:kubeconfig, which nothing else implies, guards it),
+// never cached, and records who fetched it.
+func (a *API) vimKubeconfig(w http.ResponseWriter, r *http.Request) {
+	if err := onlyParams(r.URL.Query()); err != nil {
+		a.writeProblem(w, r, err)
+		return
+	}
+	b, v, err := a.vims.Kubeconfig(r.Context(), vimID(r))
+	who, method := "anonymous", ""
+	if p := auth.FromContext(r.Context()); p != nil {
+		who, method = p.Name, string(p.Method)
+	}
+	if err != nil {
+		if v != nil {
+			a.log.Warn("audit: kubeconfig refused", "audit", true, "vimId", v.ID, "principal", who, "authMethod", method, "remote", r.RemoteAddr, "err", err)
+		}
+		a.writeProblem(w, r, err)
+		return
+	}
+	a.log.Info("audit: kubeconfig issued", "audit", true, "vimId", v.ID, "vimName", v.Name, "authUrl", v.AuthURL,
+		"principal", who, "authMethod", method, "remote", r.RemoteAddr)
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Disposition", `attachment; filename="vim-`+v.ID+`.kubeconfig"`)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
 }
 
 // vimID is the {id} path segment without the ".json" the legacy client appends.

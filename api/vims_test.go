@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"k8s.io/client-go/tools/clientcmd"
 	"net/http"
 	"strings"
 	"testing"
@@ -203,4 +204,47 @@ func TestVimsAPI(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestVimKubeconfig: the owner of a Kubernetes VIM (a built cluster) gets a
+// kubeconfig for it in one call — its endpoint, CA and token — from its own
+// endpoint only, never cached, and every issue is logged for audit.
+func TestVimKubeconfig(t *testing.T) {
+	e := newEnv(t, 100, false)
+	ks := vimtest.NewKeystone(t, "nfv_user", "devstack", "nfv")
+	k8s := vimtest.NewKubernetes(t, "tok-k8s-secret")
+	kid := vimOf(t, e.expect(e.do("POST", "/v1.0/vims.json", cliKubernetesVim(k8s.URL(), "vimK", "tok-k8s-secret", k8s.CAPEM())), http.StatusCreated))["id"].(string)
+	oid := vimOf(t, e.expect(e.do("POST", "/v1.0/vims.json", cliOpenStackVim(ks.URL(), "vimA", "devstack", false)), http.StatusCreated))["id"].(string)
+
+	r := e.expect(e.do("GET", "/v1.0/vims/"+kid+"/kubeconfig", ""), http.StatusOK)
+	if ct, cc := r.Header.Get("Content-Type"), r.Header.Get("Cache-Control"); ct != "application/yaml" || cc != "no-store" {
+		t.Errorf("Content-Type %q, Cache-Control %q", ct, cc)
+	}
+	cfg, err := clientcmd.Load(r.body)
+	if err != nil {
+		t.Fatalf("not a kubeconfig: %v\n%s", err, r.body)
+	}
+	rc, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Host != k8s.URL() || rc.BearerToken != "tok-k8s-secret" || string(rc.CAData) != k8s.CAPEM() {
+		t.Errorf("kubeconfig: host %q token %q CA %q", rc.Host, rc.BearerToken, rc.CAData)
+	}
+	if ns, _, _ := clientcmd.NewDefaultClientConfig(*cfg, nil).Namespace(); ns != "default" {
+		t.Errorf("namespace %q, want the VIM's (default)", ns)
+	}
+	if !strings.Contains(e.logs.String(), "audit: kubeconfig issued") || !strings.Contains(e.logs.String(), kid) {
+		t.Errorf("no audit record of the issue in the log:\n%s", e.logs.String())
+	}
+	if strings.Contains(e.logs.String(), "tok-k8s-secret") {
+		t.Errorf("the token is in the log")
+	}
+	// Never returned by default: the VIM itself still masks the token.
+	if r := e.expect(e.do("GET", "/v1.0/vims/"+kid, ""), http.StatusOK); strings.Contains(string(r.body), "tok-k8s-secret") {
+		t.Errorf("GET /v1.0/vims/{id} shows the token: %s", r.body)
+	}
+	e.expect(e.do("GET", "/v1.0/vims/"+oid+"/kubeconfig", ""), http.StatusConflict)
+	e.expect(e.do("GET", "/v1.0/vims/"+uuid.NewString()+"/kubeconfig", ""), http.StatusNotFound)
+	e.expect(e.do("GET", "/v1.0/vims/"+kid+"/kubeconfig?x=1", ""), http.StatusBadRequest)
 }

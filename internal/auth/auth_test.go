@@ -42,6 +42,10 @@ func TestPolicy(t *testing.T) {
 		{"GET", "/v1.0/vims.json", Requirement{Scope: VimRead}},
 		{"POST", "/v1.0/vims.json", Requirement{Scope: VimWrite}},
 		{"DELETE", "/v1.0/vims/x.json", Requirement{Scope: VimWrite}},
+		// A VIM's kubeconfig holds its credentials: a scope of its own.
+		{"GET", "/v1.0/vims/x/kubeconfig", Requirement{Scope: VimKubeconfig}},
+		{"GET", "/v1.0/vims/x/kubeconfig/", Requirement{Scope: VimKubeconfig}},
+		{"GET", "/v1.0/vims/x/kubeconfigs", Requirement{Scope: VimRead}},
 		// Outside every family: fail closed.
 		{"GET", "/v1.0/vimsx", Requirement{Scope: Admin}},
 		{"GET", "/vnflcmx", Requirement{Scope: Admin}},
@@ -68,6 +72,10 @@ func TestScopes(t *testing.T) {
 		if s.Has(scope) != want {
 			t.Errorf("Has(%s) = %v", scope, !want)
 		}
+	}
+	w, _ := ParseScopes("vim:write")
+	if w.Has(VimKubeconfig) {
+		t.Errorf("vim:write grants %s", VimKubeconfig)
 	}
 	admin, _ := ParseScopes("admin")
 	for _, sc := range KnownScopes {

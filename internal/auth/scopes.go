@@ -17,13 +17,17 @@ const (
 	VnfpkgmWrite = "vnfpkgm:write"
 	VimRead      = "vim:read"
 	VimWrite     = "vim:write"
-	MetricsRead  = "metrics:read"
-	Admin        = "*"
-	adminAlias   = "admin"
+	// VimKubeconfig fetches a Kubernetes VIM's kubeconfig — its stored
+	// credentials in the clear — and nothing else; vim:write does not imply
+	// it (GET /v1.0/vims/{id}/kubeconfig).
+	VimKubeconfig = "vim:kubeconfig"
+	MetricsRead   = "metrics:read"
+	Admin         = "*"
+	adminAlias    = "admin"
 )
 
 // KnownScopes lists every scope a credential may carry.
-var KnownScopes = []string{VnflcmRead, VnflcmWrite, VnfpkgmRead, VnfpkgmWrite, VimRead, VimWrite, MetricsRead, Admin, adminAlias}
+var KnownScopes = []string{VnflcmRead, VnflcmWrite, VnfpkgmRead, VnfpkgmWrite, VimRead, VimWrite, VimKubeconfig, MetricsRead, Admin, adminAlias}
 
 // implied maps a scope to the scopes it also grants.
 var implied = map[string][]string{
@@ -114,6 +118,9 @@ func (p Policy) Require(method, path string) Requirement {
 		}
 		return Requirement{Scope: MetricsRead}
 	}
+	if IsKubeconfigPath(path) {
+		return Requirement{Scope: VimKubeconfig}
+	}
 	read := method == http.MethodGet || method == http.MethodHead
 	for _, f := range families {
 		if rest, ok := strings.CutPrefix(path, f.prefix); ok && (rest == "" || rest[0] == '/' || rest[0] == '.') {
@@ -124,6 +131,14 @@ func (p Policy) Require(method, path string) Requirement {
 		}
 	}
 	return Requirement{Scope: Admin}
+}
+
+// IsKubeconfigPath reports whether path is a VIM's kubeconfig
+// (/v1.0/vims/{id}/kubeconfig), which needs VimKubeconfig.
+func IsKubeconfigPath(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/v1.0/vims/")
+	id, tail, _ := strings.Cut(rest, "/")
+	return ok && id != "" && strings.TrimSuffix(tail, "/") == "kubeconfig"
 }
 
 // TokenPath is the OAuth 2.0 token endpoint.
