@@ -20,6 +20,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/api"
 	"github.com/mini-vnfm/mini-vnfm/internal/auth"
 	"github.com/mini-vnfm/mini-vnfm/internal/config"
+	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
 	"github.com/mini-vnfm/mini-vnfm/internal/notify"
@@ -140,13 +141,13 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		}
 		mgmt = DefaultMgmt(mo)
 	}
-	infra := o.Infra
-	if infra == nil {
-		infra = NewInfraResolver(nil, nil)
-	}
 	policy, err := cfg.OutboundPolicy(simOn)
 	if err != nil {
 		return err
+	}
+	infra := o.Infra
+	if infra == nil {
+		infra = NewInfraResolver(openstack.New(openstack.Options{Outbound: policy}), nil)
 	}
 	log.Info("outbound-URL policy", "loopback", policy.AllowLoopback, "private", policy.AllowPrivate,
 		"allow", fmt.Sprint(policy.Allow), "deny", fmt.Sprint(policy.Deny))

@@ -53,6 +53,9 @@ func New(c Config) *Registry {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Outbound == nil {
+		c.Outbound = &outbound.Policy{}
+	}
 	return &Registry{st: c.Store, box: c.Box, log: c.Logger.With("component", "vims"), outbound: c.Outbound}
 }
 
@@ -805,6 +808,9 @@ func (s *Registry) Resolve(ctx context.Context, req []model.VimConnectionInfo) (
 			}
 			out = append(out, rc)
 		case len(c.AccessInfo) > 0:
+			if err := s.checkSupplied(ctx, c, i); err != nil {
+				return nil, err
+			}
 			c.VimType = NormalizeVimType(c.VimType)
 			out = append(out, c)
 		default:
@@ -911,6 +917,31 @@ func (s *Registry) vimConnection(v *store.Vim, c model.VimConnectionInfo, i int)
 		maps.Copy(*layer.dst, layer.src)
 	}
 	return out, nil
+}
+
+// checkSupplied applies the outbound-URL policy to the endpoint of an entry
+// that brings its own credentials: the VNFM connects there on the client's
+// behalf, like a notification callback, so a metadata or (by configuration)
+// loopback or private address is refused now, with 422 naming the field. The
+// infra driver checks again at every connection (internal/infra/openstack:
+// Options.Outbound), including the endpoints of the catalog that Keystone
+// returns.
+func (s *Registry) checkSupplied(ctx context.Context, c model.VimConnectionInfo, i int) error {
+	for _, sec := range []struct {
+		name string
+		m    map[string]any
+	}{{"interfaceInfo", c.InterfaceInfo}, {"accessInfo", c.AccessInfo}} {
+		for _, k := range endpointKeys {
+			u, ok := sec.m[k].(string)
+			if !ok || strings.TrimSpace(u) == "" {
+				continue
+			}
+			if err := s.outbound.CheckURL(ctx, strings.TrimSpace(u)); err != nil {
+				return errorf(KindUnprocessable, "vimConnectionInfo[%d].%s.%s: %v", i, sec.name, k, err)
+			}
+		}
+	}
+	return nil
 }
 
 // The keys of vimConnectionInfo that say where a VIM's credentials go and how

@@ -334,6 +334,17 @@ func TestResolveVims(t *testing.T) {
 			"vimConnectionInfo[0].interfaceInfo.projectId: this entry uses the stored credentials of VIM os1"},
 		{"default VIM, another user in interfaceInfo", []model.VimConnectionInfo{{ID: "x", VimType: "openstack", InterfaceInfo: map[string]any{"user_id": "u-other"}}}, nil,
 			"vimConnectionInfo[0].interfaceInfo.user_id"},
+		// Own credentials go where the client says, through the outbound-URL policy.
+		{"own credentials, metadata endpoint", []model.VimConnectionInfo{{ID: "x", VimType: "openstack", InterfaceInfo: map[string]any{"endpoint": "http://169.254.169.254/v3"},
+			AccessInfo: map[string]any{"username": "a", "password": "b"}}}, nil,
+			"vimConnectionInfo[0].interfaceInfo.endpoint: the VNFM's outbound-URL policy refuses 169.254.169.254"},
+		{"own credentials, auth_url in accessInfo", []model.VimConnectionInfo{{ID: "x", VimType: "openstack",
+			AccessInfo: map[string]any{"username": "a", "password": "b", "auth_url": "http://[fd00:ec2::254]/v3"}}}, nil,
+			"vimConnectionInfo[0].accessInfo.auth_url: the VNFM's outbound-URL policy"},
+		{"own credentials, endpoint on loopback (allowed in this test)", []model.VimConnectionInfo{{ID: "x", VimType: "openstack",
+			InterfaceInfo: map[string]any{"endpoint": "http://127.0.0.1:5999/v3"}, AccessInfo: map[string]any{"username": "a", "password": "b"}}},
+			[]model.VimConnectionInfo{{ID: "x", VimType: VimTypeOpenStack, InterfaceInfo: map[string]any{"endpoint": "http://127.0.0.1:5999/v3"},
+				AccessInfo: map[string]any{"username": "a", "password": "b"}}}, ""},
 		{"by vimId, a Kubernetes token in interfaceInfo", []model.VimConnectionInfo{{ID: "x", VimID: k1.ID, InterfaceInfo: map[string]any{"bearer_token": "t"}}}, nil,
 			"vimConnectionInfo[0].interfaceInfo.bearer_token"},
 	} {

@@ -24,6 +24,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
 	"github.com/mini-vnfm/mini-vnfm/internal/ossim"
 	"github.com/mini-vnfm/mini-vnfm/internal/osworld"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound/outboundtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
@@ -72,10 +73,13 @@ const simNetID = "8d3e6a52-4c1f-4c55-9d0e-6e1b2f3a4b01"
 const realHeatEnv = "VNFM_E2E_REAL_HEAT"
 
 func driverOptions(timeout time.Duration) openstack.Options {
+	o := openstack.Options{PollMin: 20 * time.Millisecond, PollMax: 200 * time.Millisecond, StackTimeout: timeout}
 	if os.Getenv(realHeatEnv) == "1" {
-		return openstack.Options{PollMin: 500 * time.Millisecond, PollMax: 2 * time.Second, StackTimeout: 10 * time.Minute}
+		o = openstack.Options{PollMin: 500 * time.Millisecond, PollMax: 2 * time.Second, StackTimeout: 10 * time.Minute}
 	}
-	return openstack.Options{PollMin: 20 * time.Millisecond, PollMax: 200 * time.Millisecond, StackTimeout: timeout}
+	// VIM connections a request supplies (vimbinding_test.go) go to this test's loopback servers.
+	o.Outbound = outboundtest.Policy(0)
+	return o
 }
 
 // vnfmEnv is the environment a VNFM process of this env gets.

@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 	"github.com/mini-vnfm/mini-vnfm/internal/vim"
 )
 
@@ -28,6 +31,9 @@ type access struct {
 	Region   string `json:"region"`
 	CACert   string `json:"caCert"`
 	Insecure bool   `json:"insecure"`
+	// Supplied: the request brought the connection (no vimId), so it goes
+	// through the outbound-URL policy (Options.Outbound).
+	Supplied bool `json:"supplied"`
 }
 
 // first returns the first non-empty string value among keys of m.
@@ -63,6 +69,7 @@ func accessOf(v *model.VimConnectionInfo) (access, error) {
 		return first(ii, keys...)
 	}
 	a := access{
+		Supplied: v.VimID == "",
 		Endpoint: first(ii, "endpoint", "authUrl", "auth_url"),
 		Region:   both("region", "regionName", "region_name"),
 		CACert:   both("ssl_ca_cert", "caCert", "cacert", "sslCaCert"),
@@ -196,9 +203,41 @@ func (d *Driver) httpClient(a access) (http.Client, error) {
 		}
 		tlsCfg.RootCAs = pool
 	}
+	if a.Supplied {
+		c := d.opts.Outbound.Client(outbound.ClientOptions{TLS: tlsCfg, Timeout: d.opts.HTTPTimeout})
+		c.Transport = quietErrors{c.Transport}
+		return *c, nil
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsCfg
 	return http.Client{Transport: tr, Timeout: d.opts.HTTPTimeout}, nil
+}
+
+// quietErrors drops the bodies of error answers: gophercloud quotes them in
+// its errors, and for a connection the client supplied they could be the
+// answer of whatever the client's Keystone catalog pointed at. The one fact
+// the driver reads from an error body, Heat's StackExists conflict
+// (createStackWhenNameFree), is kept as that word alone.
+type quietErrors struct{ rt http.RoundTripper }
+
+func (q quietErrors) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := q.rt.RoundTrip(r)
+	if err != nil || res.StatusCode < 400 {
+		return res, err
+	}
+	var body []byte
+	if res.StatusCode == http.StatusConflict {
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+		if bytes.Contains(b, []byte("StackExists")) {
+			body = []byte("StackExists")
+		}
+	}
+	_ = res.Body.Close()
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	res.ContentLength = int64(len(body))
+	res.Header.Del("Content-Length")
+	res.Header.Del("Content-Type")
+	return res, nil
 }
 
 // authenticate gets a project-scoped token and the Heat, Nova and Neutron
@@ -244,6 +283,14 @@ func inRegion(r string) string {
 
 func keystoneErr(a access, err error) error {
 	var code gophercloud.ErrUnexpectedResponseCode
+	if a.Supplied {
+		// The client named this endpoint: say what happened in our words,
+		// never in the remote's (its body, a dial error's details).
+		if errors.As(err, &code) {
+			return fmt.Errorf("Keystone authentication at %s failed: it answered %d %s", a.Endpoint, code.Actual, http.StatusText(code.Actual))
+		}
+		return fmt.Errorf("Keystone authentication at %s failed: %s", a.Endpoint, outbound.Describe(err))
+	}
 	if errors.As(err, &code) {
 		switch code.Actual {
 		case http.StatusUnauthorized:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 )
 
 // VimType is the vimConnectionInfo.vimType the driver serves (the VIM
@@ -34,6 +35,14 @@ type Options struct {
 	// group, member, member resources, one more nested template).
 	NestedDepth int
 	Logger      *slog.Logger
+	// Outbound is the outbound-URL policy of VIM connections a request
+	// supplies (its own accessInfo, no vimId): the client names their
+	// Keystone, and that Keystone names the endpoints of its catalog, so
+	// every connection is checked, no redirect is followed and no remote
+	// body is quoted in errors. Registered VIMs (vimId set) are the
+	// VNFM's own business and are not restricted. nil: the zero policy
+	// (public addresses only).
+	Outbound *outbound.Policy
 }
 
 // Driver is the OpenStack infra driver. It is safe for concurrent use by
@@ -49,6 +58,9 @@ var _ driverapi.InfraDriver = (*Driver)(nil)
 func New(opts Options) *Driver {
 	if opts.StackTimeout <= 0 {
 		opts.StackTimeout = 30 * time.Minute
+	}
+	if opts.Outbound == nil {
+		opts.Outbound = &outbound.Policy{}
 	}
 	if opts.PollMin <= 0 {
 		opts.PollMin = 200 * time.Millisecond
