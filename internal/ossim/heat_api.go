@@ -652,6 +652,12 @@ func (s *Sim) heatResources(w http.ResponseWriter, r *http.Request, st *stack, b
 			heatErr(w, 400, "HTTPBadRequest", "mark_unhealthy is required")
 			return
 		}
+		// Real Heat takes the lock of the stack holding the resource: a
+		// (nested) stack still running an action refuses.
+		if st.busy || st.status == "IN_PROGRESS" {
+			heatErr(w, 409, "ActionInProgress", fmt.Sprintf("Stack %s already has an action (%s) in progress.", st.name, st.action))
+			return
+		}
 		if res.status == "IN_PROGRESS" {
 			heatErr(w, 409, "ActionInProgress", fmt.Sprintf("Cannot mark unhealthy a resource (%s) in progress.", res.name))
 			return

@@ -657,6 +657,12 @@ func TestValidationErrors(t *testing.T) {
 	if err := stacks.UpdatePatch(ctx, e.heat, "busy", cs2.ID, rawPatch{}).ExtractErr(); errCode(err) != 409 {
 		t.Errorf("update while creating: %v", err)
 	}
+	// Marking a resource unhealthy takes the stack's lock, as in real Heat.
+	err = stackresources.MarkUnhealthy(ctx, e.heat, "busy", cs2.ID, "port",
+		stackresources.MarkUnhealthyOpts{MarkUnhealthy: true, ResourceStatusReason: "x"}).ExtractErr()
+	if errCode(err) != 409 || !strings.Contains(err.Error(), "already has an action (CREATE) in progress") {
+		t.Errorf("mark unhealthy while creating: %v", err)
+	}
 	e.wait("busy", cs2.ID, "CREATE_COMPLETE")
 }
 

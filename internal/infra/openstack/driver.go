@@ -610,7 +610,7 @@ func (d *Driver) markMembers(ctx context.Context, op *driverapi.Op, c *clients, 
 		if cancelled(op) {
 			return driverapi.ErrCancelled
 		}
-		if err := markUnhealthy(ctx, c, p.member.stack, p.member.Name, reason); err != nil {
+		if err := d.markUnhealthy(ctx, c, p.member.stack, p.member.Name, reason); err != nil {
 			return err
 		}
 		d.log(op).Info("group member marked unhealthy", "vnfc", id, "group", p.group, "member", p.member.Name, "reason", reason)
@@ -732,7 +732,7 @@ func (d *Driver) Heal(ctx context.Context, op *driverapi.Op) error {
 		if cancelled(op) {
 			return driverapi.ErrCancelled
 		}
-		if err := markUnhealthy(ctx, c, p.server.stack, p.server.Name, reason); err != nil {
+		if err := d.markUnhealthy(ctx, c, p.server.stack, p.server.Name, reason); err != nil {
 			return err
 		}
 		d.log(op).Info("server marked unhealthy", "vnfc", id, "server", p.server.PhysicalID)

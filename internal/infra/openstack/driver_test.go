@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/gophercloud/gophercloud/v2/openstack/orchestration/v1/stackresources"
 	"github.com/gophercloud/gophercloud/v2/openstack/orchestration/v1/stacks"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
@@ -899,5 +900,30 @@ func TestStackTimeout(t *testing.T) {
 	}
 	if d := time.Since(t0); d > 2*time.Second {
 		t.Errorf("the wait took %s", d)
+	}
+}
+
+// TestMarkUnhealthyWaitsForStackLock: Heat refuses mark-unhealthy with 409
+// ActionInProgress while the stack holding the resource runs an action (real
+// Heat did so for a failed scale-out's group stack); the driver waits it out.
+func TestMarkUnhealthyWaitsForStackLock(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.sim.SetFaults(ossim.Faults{SlowStacks: []ossim.StackDelay{{Stack: "locked", Delay: ossim.Duration(300 * time.Millisecond)}}})
+	c := h.clients()
+	tmpl := "heat_template_version: 2018-08-31\nresources:\n  v: {type: OS::Heat::Value, properties: {value: x}}\n"
+	ref, err := createStack(ctx, c, rawCreate{"stack_name": "locked", "template": tmpl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.d.markUnhealthy(ctx, c, ref, "v", "test"); err != nil {
+		t.Fatalf("mark unhealthy while the stack is created: %v", err)
+	}
+	r, err := stackresources.Get(ctx, c.heat, ref.Name, ref.ID, "v").Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != "CHECK_FAILED" || r.StatusReason != "test" {
+		t.Errorf("resource after mark: %s %q", r.Status, r.StatusReason)
 	}
 }

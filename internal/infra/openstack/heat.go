@@ -379,15 +379,38 @@ func stackName(ctx context.Context, c *clients, ref stackRef) (stackRef, error) 
 	return stackRef{Name: st.Name, ID: st.ID}, nil
 }
 
-func markUnhealthy(ctx context.Context, c *clients, in stackRef, resource, reason string) error {
+// markUnhealthy marks a resource unhealthy. Heat takes the lock of the
+// stack holding the resource for this, so while that (nested) stack still
+// runs an action — a failed scale-out's group stack can be UPDATE in
+// progress after the parent stack reported UPDATE_FAILED — Heat answers 409
+// ActionInProgress; that is waited out (bounded by StackTimeout).
+func (d *Driver) markUnhealthy(ctx context.Context, c *clients, in stackRef, resource, reason string) error {
 	in, err := stackName(ctx, c, in)
 	if err != nil {
 		return err
 	}
-	err = stackresources.MarkUnhealthy(ctx, c.heat, in.Name, in.ID, resource,
-		stackresources.MarkUnhealthyOpts{MarkUnhealthy: true, ResourceStatusReason: reason}).ExtractErr()
-	if err != nil {
-		return fmt.Errorf("Heat: mark %s of stack %s unhealthy: %w", resource, in.Name, err)
+	deadline := time.Now().Add(d.opts.StackTimeout)
+	wait := d.opts.PollMin
+	for {
+		err = stackresources.MarkUnhealthy(ctx, c.heat, in.Name, in.ID, resource,
+			stackresources.MarkUnhealthyOpts{MarkUnhealthy: true, ResourceStatusReason: reason}).ExtractErr()
+		if err == nil {
+			return nil
+		}
+		if !isActionInProgress(err) || time.Now().After(deadline) {
+			return fmt.Errorf("Heat: mark %s of stack %s unhealthy: %w", resource, in.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, d.opts.PollMax)
 	}
-	return nil
+}
+
+// isActionInProgress is Heat's 409 for a stack whose lock another action holds.
+func isActionInProgress(err error) bool {
+	var code gophercloud.ErrUnexpectedResponseCode
+	return errors.As(err, &code) && code.Actual == http.StatusConflict && strings.Contains(string(code.Body), "ActionInProgress")
 }
