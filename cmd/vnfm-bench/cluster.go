@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"testing/fstest"
 	"time"
@@ -25,6 +23,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg"
 	"github.com/mini-vnfm/mini-vnfm/samples"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
 // The cluster build figures (docs/benchmarks.md).
@@ -236,73 +235,25 @@ func (b *bench) startFullVNFM(dbURL, standin string, t time.Duration) (string, f
 		return "", nil, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), fullEnv+"=1", "DATABASE_URL="+dbURL, "VNFM_SECRET_KEY="+secrets.NewKey(),
-		"VNFM_LISTEN=127.0.0.1:0", "VNFM_AUTH=off", "VNFM_SIMULATOR=on", "VNFM_SIMULATOR_LISTEN=127.0.0.1:0",
-		"VNFM_SIMULATOR_HOSTS=on", k8sstandin.BinaryEnv+"="+standin, k8sstandin.StepDelayEnv+"="+t.String())
-	cmd.Stderr = logFile
-	stdout, err := cmd.StdoutPipe()
+	p, err := harness.Launch(harness.Spec{Role: roleFull, Exe: exe, StartWait: 120 * time.Second, Stderr: logFile,
+		Env: []string{"DATABASE_URL=" + dbURL, "VNFM_SECRET_KEY=" + secrets.NewKey(),
+			"VNFM_LISTEN=127.0.0.1:0", "VNFM_AUTH=off", "VNFM_SIMULATOR=on", "VNFM_SIMULATOR_LISTEN=127.0.0.1:0",
+			"VNFM_SIMULATOR_HOSTS=on", k8sstandin.BinaryEnv + "=" + standin, k8sstandin.StepDelayEnv + "=" + t.String()}})
 	if err != nil {
-		return "", nil, err
+		return "", nil, fmt.Errorf("%w; see %s", err, logPath)
 	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	stop := func() {
-		_ = stdin.Close() // graceful stop: the simulator removes its hosts
-		select {
-		case <-done:
-		case <-time.After(90 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
-				ready <- "http://" + a
-			}
-		}
-	}()
-	select {
-	case base := <-ready:
-		logf("VNFM with the simulator pid %d serving %s (log %s)", cmd.Process.Pid, base, logPath)
-		return base, stop, nil
-	case <-done:
-		return "", nil, fmt.Errorf("the VNFM exited at start; see %s", logPath)
-	case <-time.After(120 * time.Second):
-		stop()
-		return "", nil, fmt.Errorf("the VNFM did not start within 120 s; see %s", logPath)
-	}
+	logf("VNFM with the simulator pid %d serving %s (log %s)", p.Pid(), p.Base, logPath)
+	// A graceful stop lets the simulator remove its hosts.
+	return p.Base, func() { p.Stop(90 * time.Second) }, nil
 }
 
-// serveFull is the VNFM of the cluster phase (re-executed vnfm-bench).
-func serveFull() int {
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop()
-	}()
-	if err := server.Run(ctx, cfg, server.Options{Version: "bench", Ready: func(addr string) { fmt.Printf("READY %s\n", addr) }}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
+// roleFull is the VNFM of the cluster phase (re-executed vnfm-bench):
+// built-in drivers and the embedded simulator.
+var roleFull = harness.Role("bench-full", func() int {
+	return harness.Serve("bench", func(context.Context, *config.Config) (server.Options, func(), error) {
+		return server.Options{}, nil, nil
+	})
+})
 
 // apiClient is what the cluster phase asks the VNFM, as an operator would.
 type apiClient struct {

@@ -25,14 +25,13 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
-// Environment variables that turn a re-executed vnfm-bench into a helper process.
-const (
-	serveEnv = "VNFM_BENCH_SERVE"      // the VNFM under test
-	sshEnv   = "VNFM_BENCH_SSH_FANOUT" // the SSH fan-out client
-	fullEnv  = "VNFM_BENCH_SERVE_FULL" // the VNFM with its built-in drivers and the simulator (cluster phase)
-)
+// sshEnv turns a re-executed vnfm-bench into the SSH fan-out client; the
+// VNFM processes it starts are roles (test/harness): roleBench, roleFull.
+const sshEnv = "VNFM_BENCH_SSH_FANOUT"
 
 type options struct {
 	out       string
@@ -53,12 +52,8 @@ type options struct {
 var phases = []string{"engine", "reads", "list", "ssh", "cluster"}
 
 func main() {
-	switch {
-	case os.Getenv(serveEnv) == "1":
-		os.Exit(serve())
-	case os.Getenv(fullEnv) == "1":
-		os.Exit(serveFull())
-	case os.Getenv(sshEnv) == "1":
+	harness.RunRole()
+	if os.Getenv(sshEnv) == "1" {
 		os.Exit(sshWorker())
 	}
 	var o options

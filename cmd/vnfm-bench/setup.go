@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -23,6 +22,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
 // bench holds what the phases share.
@@ -40,12 +40,10 @@ type bench struct {
 	pool      *pgxpool.Pool
 	key       string
 
-	vnfm      *exec.Cmd
-	vnfmPID   int
-	vnfmDone  chan struct{}
-	vnfmStdin io.WriteCloser
-	base      string // http://127.0.0.1:port of the VNFM
-	pprof     string // host:port of its pprof listener
+	vnfm    *harness.Process
+	vnfmPID int
+	base    string // http://127.0.0.1:port of the VNFM
+	pprof   string // host:port of its pprof listener
 
 	client *http.Client
 	// instances created by the engine phase (reads use them)
@@ -138,43 +136,20 @@ func (b *bench) startVNFM() error {
 		return err
 	}
 	defer logFile.Close() // the child keeps its own descriptor
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), serveEnv+"=1", "DATABASE_URL="+b.dbURL, "VNFM_SECRET_KEY="+b.key,
-		"VNFM_LISTEN=127.0.0.1:0", fmt.Sprintf("VNFM_WORKERS=%d", b.o.workers), "VNFM_AUTH=off")
-	cmd.Stderr = logFile // inherited descriptor: logging costs the VNFM what it costs in production
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if b.vnfmStdin, err = cmd.StdinPipe(); err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	b.vnfm, b.vnfmPID, b.vnfmDone = cmd, cmd.Process.Pid, make(chan struct{})
-	go func() { _ = cmd.Wait(); close(b.vnfmDone) }()
-	b.cleanups = append(b.cleanups, b.stopVNFM)
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "PPROF "); ok {
+	p, err := harness.Launch(harness.Spec{Role: roleBench, Exe: exe,
+		Env: []string{"DATABASE_URL=" + b.dbURL, "VNFM_SECRET_KEY=" + b.key, "VNFM_LISTEN=127.0.0.1:0",
+			fmt.Sprintf("VNFM_WORKERS=%d", b.o.workers), "VNFM_AUTH=off"},
+		Stderr: logFile, // inherited descriptor: logging costs the VNFM what it costs in production
+		Line: func(l string) {
+			if a, ok := strings.CutPrefix(l, "PPROF "); ok {
 				b.pprof = a
 			}
-			if a, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
-				b.base = "http://" + a
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-b.vnfmDone:
-		return fmt.Errorf("the VNFM exited at start; see %s", logPath)
-	case <-time.After(60 * time.Second):
-		return fmt.Errorf("the VNFM did not start within 60 s; see %s", logPath)
+		}})
+	if err != nil {
+		return fmt.Errorf("%w; see %s", err, logPath)
 	}
+	b.vnfm, b.vnfmPID, b.base = p, p.Pid(), p.Base
+	b.cleanups = append(b.cleanups, b.stopVNFM)
 	b.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxIdleConns: 256, IdleConnTimeout: time.Minute}, Timeout: time.Minute}
 	logf("VNFM pid %d serving %s (log %s)", b.vnfmPID, b.base, logPath)
 	return nil
@@ -184,41 +159,21 @@ func (b *bench) stopVNFM() {
 	if b.vnfm == nil {
 		return
 	}
-	_ = b.vnfmStdin.Close() // graceful stop
-	select {
-	case <-b.vnfmDone:
-	case <-time.After(20 * time.Second):
-		_ = b.vnfm.Process.Kill()
-		<-b.vnfmDone
-	}
+	b.vnfm.Stop(20 * time.Second)
 	b.vnfm = nil
 }
 
-// serve is the VNFM under test (re-executed vnfm-bench).
-func serve() int {
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin) // the bench closes stdin (or dies): stop
-		stop()
-	}()
-	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
-		fmt.Printf("PPROF %s\n", ln.Addr())
-		go func() { _ = http.Serve(ln, http.DefaultServeMux) }()
-	}
-	err = server.Run(ctx, cfg, server.Options{Version: "bench", Infra: lcmtest.Resolver(&lcmtest.Infra{}),
-		Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Ready: func(addr string) { fmt.Printf("READY %s\n", addr) }})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
+// roleBench is the VNFM under test (re-executed vnfm-bench): the real
+// server wiring with the in-test drivers, and a pprof listener.
+var roleBench = harness.Role("bench", func() int {
+	return harness.Serve("bench", func(context.Context, *config.Config) (server.Options, func(), error) {
+		if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+			fmt.Printf("PPROF %s\n", ln.Addr())
+			go func() { _ = http.Serve(ln, http.DefaultServeMux) }()
+		}
+		return server.Options{Infra: lcmtest.Resolver(&lcmtest.Infra{}), Mgmt: lcmtest.Registry(&lcmtest.Mgmt{})}, nil, nil
+	})
+})
 
 // profile saves a CPU profile of the VNFM taken over d (when -profile) and,
 // when the go tool is at hand, its top functions as text.

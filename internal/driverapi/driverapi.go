@@ -1,14 +1,28 @@
 // Package driverapi is the contract between the LCM engine and the drivers it
-// runs: the infra driver (VIM resources) and the management drivers (VNF
-// configuration hooks). It holds types only, so drivers need not import the
-// engine and the engine can be tested with in-test fakes.
+// runs, and it is VIM-neutral:
+//
+//   - an infra driver (InfraDriver) makes a VNF's virtualised resources on
+//     one kind of VIM — the engine picks it by the vimType of the
+//     instance's VIM connection — and describes the compute resources it
+//     made as ComputeResources (VMs or pods alike), including which of them
+//     a scale-in removes (it chooses them: ScaleInVictims);
+//   - management drivers (package mgmtdrivers) configure the VNF in the
+//     Vnflcm hooks around the infra step; they see the operation as an Op:
+//     its typed Request, the compute resources through Op.ComputeResources,
+//     the package through Package, the VIM registry through VimRegistry.
+//
+// It holds types only, so drivers need not import the engine, the engine
+// can be tested with in-test fakes, and no driver imports another.
 package driverapi
 
 import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/netip"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 )
@@ -37,6 +51,41 @@ func NormalizeVimType(t string) string {
 	return t
 }
 
+// Request is an LCM request, typed: exactly the member of the operation is
+// set (additionalParams in the clear).
+type Request struct {
+	Instantiate   *model.InstantiateVnfRequest
+	Terminate     *model.TerminateVnfRequest
+	Scale         *model.ScaleVnfRequest
+	Heal          *model.HealVnfRequest
+	ChangeExtConn *model.ChangeExtVnfConnectivityRequest
+	Modify        *model.VnfInfoModificationRequest
+}
+
+// AdditionalParams returns the request's additionalParams (nil for a
+// modification, which has none).
+func (r Request) AdditionalParams() map[string]any {
+	switch {
+	case r.Instantiate != nil:
+		return r.Instantiate.AdditionalParams
+	case r.Terminate != nil:
+		return r.Terminate.AdditionalParams
+	case r.Scale != nil:
+		return r.Scale.AdditionalParams
+	case r.Heal != nil:
+		return r.Heal.AdditionalParams
+	case r.ChangeExtConn != nil:
+		return r.ChangeExtConn.AdditionalParams
+	}
+	return nil
+}
+
+// ScaleIn reports whether the request is a SCALE_IN.
+func (r Request) ScaleIn() bool { return r.Scale != nil && r.Scale.Type == model.ScaleIn }
+
+// ScaleOut reports whether the request is a SCALE_OUT.
+func (r Request) ScaleOut() bool { return r.Scale != nil && r.Scale.Type == model.ScaleOut }
+
 // Op is one operation as a driver sees it. Drivers change Instance (the
 // engine's working copy) and ResourceChanges; the engine persists both after
 // each step and writes the instance when the operation completes.
@@ -49,16 +98,21 @@ type Op struct {
 	Instance *model.VnfInstance
 	Vnfd     *model.Vnfd
 	Flavour  *model.Flavour
-	// Package reads the instance's VNF package (Heat templates, scripts).
+	// Request is the operation's request.
+	Request Request
+	// Package reads the instance's VNF package.
 	Package Package
 	// Vims registers and removes the Kubernetes VIMs of the clusters drivers build.
 	Vims VimRegistry
 	// Vim is the decrypted VIM connection the operation runs against (nil if none).
 	Vim *model.VimConnectionInfo
-	// Request is the typed request body: *model.InstantiateVnfRequest, *model.ScaleVnfRequest, ...
-	Request any
-	// AdditionalParams of the request, decrypted.
-	AdditionalParams map[string]any
+	// Infra is the infra driver of the operation's VIM, as management
+	// drivers may ask it (nil: the instance has no VIM).
+	Infra Infra
+	// Victims are the VNFC ids a SCALE_IN removes, in removal order: chosen
+	// once by the infra driver (InfraDriver.ScaleInVictims) before the first
+	// step and kept for every step, retry and resume.
+	Victims []string
 	// Previous holds values the engine recorded before changing the working
 	// copy (e.g. "scaleStatus" before a scale), for rollback.
 	Previous map[string]json.RawMessage
@@ -76,13 +130,176 @@ type Op struct {
 	CancelRequested func() bool
 }
 
+// ComputeResources returns the VNF's compute resources as the working copy
+// holds them now, described by the infra driver that made them; during a
+// SCALE_IN the victims have Removing set.
+func (op *Op) ComputeResources() []ComputeResource {
+	if op.Instance == nil || op.Instance.InstantiatedVnfInfo == nil {
+		return nil
+	}
+	var rs []ComputeResource
+	if op.Infra != nil {
+		rs = op.Infra.ComputeResources(op.Instance.InstantiatedVnfInfo)
+	} else {
+		rs = BaseComputeResources(op.Instance.InstantiatedVnfInfo)
+	}
+	for i := range rs {
+		rs[i].Removing = slices.Contains(op.Victims, rs[i].VnfcID)
+	}
+	return rs
+}
+
+// Accept is a request the VNFM is deciding whether to accept, as a driver
+// validating it sees it: nothing has changed yet, and a driver's error
+// refuses the request (422) before an operation exists.
+type Accept struct {
+	Operation string
+	Request   Request
+	// Instance is the instance as stored, its secrets in the clear.
+	Instance *model.VnfInstance
+	Vnfd     *model.Vnfd
+	// Flavour is the flavour the request instantiates, else the instance's.
+	Flavour *model.Flavour
+	Package Package
+	// Infra is the infra driver the operation will run on (nil: none yet).
+	Infra Infra
+	Vims  VimRegistry
+}
+
+// ComputeResources returns the instance's compute resources as its infra
+// driver describes them (none before instantiation).
+func (a *Accept) ComputeResources() []ComputeResource {
+	if a.Instance == nil || a.Instance.InstantiatedVnfInfo == nil {
+		return nil
+	}
+	if a.Infra != nil {
+		return a.Infra.ComputeResources(a.Instance.InstantiatedVnfInfo)
+	}
+	return BaseComputeResources(a.Instance.InstantiatedVnfInfo)
+}
+
+// ComputeResource is one VNFC's compute resource — a VM, a pod — as the
+// infra driver that made it describes it, whatever the VIM.
+type ComputeResource struct {
+	VnfcID string
+	VduID  string
+	// ResourceID is the VIM's id of the resource (a Nova server id, a pod's
+	// uid); SSH host keys are pinned per resource id and address.
+	ResourceID string
+	// ResourceType is the VIM's type of it ("OS::Nova::Server", "Pod").
+	ResourceType string
+	// Name is the VIM's name of it (server name, pod name), for messages.
+	Name string
+	// Group is the scaling group the infra driver made it in, "" if none
+	// (OpenStack: the AutoScalingGroup, named after the aspect by Tacker's
+	// convention).
+	Group string
+	// Created is when it (or its group member) was made: the creation order.
+	Created time.Time
+	CPs     []ConnectionPoint
+	// HostKeyFingerprints are the SSH host key fingerprints the VIM
+	// published for it ("SHA256:..."), if any.
+	HostKeyFingerprints []string
+	// Removing is set on the victims of the running scale-in.
+	Removing bool
+}
+
+// CP returns the connection point of cpdID, or nil.
+func (r *ComputeResource) CP(cpdID string) *ConnectionPoint {
+	for i := range r.CPs {
+		if r.CPs[i].CpdID == cpdID {
+			return &r.CPs[i]
+		}
+	}
+	return nil
+}
+
+// ConnectionPoint is one of a compute resource's connection points (ports).
+type ConnectionPoint struct {
+	CpdID     string
+	Addresses []string
+	// FloatingAddress is the floating IP mapped to it, if any.
+	FloatingAddress string
+}
+
+// Address is the CP's first IPv4 address, else its first address ("" if none).
+func (c *ConnectionPoint) Address() string {
+	first := ""
+	for _, s := range c.Addresses {
+		ip, err := netip.ParseAddr(s)
+		if err != nil {
+			continue
+		}
+		if ip.Is4() {
+			return ip.String()
+		}
+		if first == "" {
+			first = ip.String()
+		}
+	}
+	return first
+}
+
+// BaseComputeResources describes the VNFCs of instantiatedVnfInfo from the
+// SOL003 attributes alone (no VIM-specific metadata): infra drivers start
+// from it.
+func BaseComputeResources(info *model.InstantiatedVnfInfo) []ComputeResource {
+	out := make([]ComputeResource, 0, len(info.VnfcResourceInfo))
+	for _, v := range info.VnfcResourceInfo {
+		r := ComputeResource{VnfcID: v.ID, VduID: v.VduID, ResourceID: v.ComputeResource.ResourceID,
+			ResourceType: v.ComputeResource.VimLevelResourceType}
+		for _, cp := range v.VnfcCpInfo {
+			r.CPs = append(r.CPs, ConnectionPoint{CpdID: cp.CpdID, Addresses: ProtocolAddresses(cp.CpProtocolInfo)})
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// ProtocolAddresses lists the IP addresses of a SOL003 cpProtocolInfo
+// (IP_OVER_ETHERNET).
+func ProtocolAddresses(info []map[string]any) []string {
+	var out []string
+	for _, pi := range info {
+		ipoe, _ := pi["ipOverEthernet"].(map[string]any)
+		for _, a := range anyList(ipoe["ipAddresses"]) {
+			am, _ := a.(map[string]any)
+			for _, s := range anyList(am["addresses"]) {
+				if str, ok := s.(string); ok {
+					out = append(out, str)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func anyList(v any) []any {
+	switch t := v.(type) {
+	case []any:
+		return t
+	case []map[string]any:
+		out := make([]any, len(t))
+		for i := range t {
+			out[i] = t[i]
+		}
+		return out
+	case []string:
+		out := make([]any, len(t))
+		for i := range t {
+			out[i] = t[i]
+		}
+		return out
+	}
+	return nil
+}
+
 // Package gives drivers the files of the instance's VNF package.
 type Package interface {
 	// ReadFile returns a file of the CSAR by its path (e.g. "Scripts/install.sh").
-	ReadFile(path string) ([]byte, error)
-	// HeatTemplate returns a flavour's top Heat template (its path and
-	// content) and the nested files keyed as the template references them.
-	HeatTemplate(flavourID string) (path string, template []byte, files map[string]string, err error)
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	// Files lists the paths of the CSAR's files.
+	Files(ctx context.Context) ([]string, error)
 }
 
 // KubernetesVim describes a cluster to register as a Kubernetes VIM.
@@ -104,7 +321,14 @@ type KubernetesVim struct {
 // succeeds.
 type VimRegistry interface {
 	RegisterKubernetesVim(ctx context.Context, v KubernetesVim) (vimID string, err error)
+	// RemoveKubernetesVim deletes the VIM of that name; it fails while
+	// instances other than the owner refer to it.
 	RemoveKubernetesVim(ctx context.Context, name, ownerInstanceID string) error
+	// VimUsers lists the VNF instances other than ownerInstanceID whose
+	// vimConnectionInfo refers to the VIM of that name (none: no such VIM),
+	// so that a driver can refuse, when a request is accepted, to remove a
+	// VIM others depend on.
+	VimUsers(ctx context.Context, name, ownerInstanceID string) ([]string, error)
 }
 
 // Progress records per-node checkpoints of the running step in the operation
@@ -125,10 +349,48 @@ type Progress interface {
 	NodeCompleted(node string) (output json.RawMessage, ok bool)
 }
 
+// Infra is what management drivers may ask the infra driver of an
+// operation's VIM.
+type Infra interface {
+	// ComputeResources describes the compute resources of
+	// instantiatedVnfInfo that this driver made (Removing unset).
+	ComputeResources(info *model.InstantiatedVnfInfo) []ComputeResource
+	// CheckVIP reports whether the VIM lets traffic for a virtual IP (the
+	// address of the connection point VipCpd, e.g. a keepalived VIP) through
+	// the ports of connection point PortCpd of flavour Flavour. Nil when it
+	// does, or when nothing in the VIM filters such traffic.
+	CheckVIP(ctx context.Context, c VIPCheck) error
+}
+
+// VIPCheck is a question to Infra.CheckVIP.
+type VIPCheck struct {
+	Package Package
+	Flavour *model.Flavour
+	// PortCpd is the connection point whose ports must let the VIP through;
+	// VipCpd the connection point holding the VIP.
+	PortCpd, VipCpd string
+	// VIP is the address, when known ("" before instantiation: any address
+	// the VIP connection point may get).
+	VIP string
+}
+
 // InfraDriver manages the virtualised resources of a VNF on one kind of VIM.
-// Every method must be idempotent: the engine may call it again after a crash
-// or on retry, with the working copy as it was persisted.
+// Every method that changes resources must be idempotent: the engine may
+// call it again after a crash or on retry, with the working copy as it was
+// persisted.
 type InfraDriver interface {
+	Infra
+	// CheckRequest refuses, when a request is accepted, what the driver can
+	// already tell will fail (a flavour it cannot deploy, an aspect it cannot
+	// scale, a victim list that does not fit), so that a request that cannot
+	// succeed never starts.
+	CheckRequest(ctx context.Context, a *Accept) error
+	// ScaleInVictims chooses the VNFC ids a SCALE_IN removes, in removal
+	// order, from the working copy before the scale (its scaleStatus already
+	// at the target level). The engine calls it once and keeps the answer in
+	// Op.Victims.
+	ScaleInVictims(ctx context.Context, op *Op) ([]string, error)
+
 	Instantiate(ctx context.Context, op *Op) error
 	Terminate(ctx context.Context, op *Op) error
 	Scale(ctx context.Context, op *Op) error

@@ -11,48 +11,56 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg"
 )
 
-// pkgFiles opens the instance's stored CSAR on first use: most steps never
-// read package files, so the engine does not load it up front.
+// pkgFiles is the instance's VNF package as drivers read it
+// (driverapi.Package). It opens the stored CSAR on first use — most steps
+// never read package files — and keeps it once opened; a failed open (a
+// cancelled context) is tried again by the next call.
 type pkgFiles struct {
 	st    *store.Store
 	pkgID string
-	once  sync.Once
+	mu    sync.Mutex
 	pkg   *vnfpkg.Package
-	err   error
 }
 
-func (p *pkgFiles) open() (*vnfpkg.Package, error) {
-	p.once.Do(func() {
-		if p.pkgID == "" {
-			p.err = errors.New("the VNF instance has no VNF package")
-			return
-		}
-		content, err := p.st.PackageContent(context.Background(), p.pkgID)
-		if err != nil {
-			p.err = fmt.Errorf("content of VNF package %s: %w", p.pkgID, err)
-			return
-		}
-		p.pkg, p.err = vnfpkg.Open(bytes.NewReader(content), int64(len(content)), vnfpkg.Options{})
-	})
-	return p.pkg, p.err
+func (p *pkgFiles) open(ctx context.Context) (*vnfpkg.Package, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pkg != nil {
+		return p.pkg, nil
+	}
+	if p.pkgID == "" {
+		return nil, errors.New("the VNF instance has no VNF package")
+	}
+	content, err := p.st.PackageContent(ctx, p.pkgID)
+	if err != nil {
+		return nil, fmt.Errorf("content of VNF package %s: %w", p.pkgID, err)
+	}
+	pkg, err := vnfpkg.Open(bytes.NewReader(content), int64(len(content)), vnfpkg.Options{})
+	if err != nil {
+		return nil, err
+	}
+	p.pkg = pkg
+	return pkg, nil
 }
 
-func (p *pkgFiles) ReadFile(path string) ([]byte, error) {
-	pkg, err := p.open()
+// ReadFile implements driverapi.Package.
+func (p *pkgFiles) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	pkg, err := p.open(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return pkg.ReadFile(path)
 }
 
-func (p *pkgFiles) HeatTemplate(flavourID string) (string, []byte, map[string]string, error) {
-	pkg, err := p.open()
+// Files implements driverapi.Package.
+func (p *pkgFiles) Files(ctx context.Context) ([]string, error) {
+	pkg, err := p.open(ctx)
 	if err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
-	ht, err := pkg.HeatTemplate(flavourID)
-	if err != nil {
-		return "", nil, nil, err
+	var out []string
+	for _, f := range pkg.Files() {
+		out = append(out, f.Path)
 	}
-	return ht.Path, ht.Template, ht.Files, nil
+	return out, nil
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
-	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
 )
 
 // run is one claim of one op occurrence by one worker.
@@ -32,6 +31,9 @@ type run struct {
 	dop     *driverapi.Op                     // set once loaded
 	journal map[journalKey]store.JournalEntry // as loaded at claim time
 	secrets []string                          // plaintext secrets to scrub from errors
+	// params are the management drivers' parameters of the operation, by
+	// driver name, as accepted (mgmtdrivers.Driver.Bind reads them).
+	params map[string]json.RawMessage
 }
 
 type journalKey struct{ phase, step, node string }
@@ -44,6 +46,8 @@ type work struct {
 	ChangedExtConnectivity []model.ExtVirtualLinkInfo `json:"changedExtConnectivity,omitempty"`
 	Previous               map[string]json.RawMessage `json:"previous,omitempty"`
 	Scratch                map[string]json.RawMessage `json:"scratch,omitempty"`
+	// Victims are a SCALE_IN's victims, as the infra driver chose them.
+	Victims []string `json:"victims,omitempty"`
 }
 
 // step is one journaled unit of an operation.
@@ -126,7 +130,10 @@ func (r *run) execute(ctx context.Context) {
 			return
 		}
 	}
-	final := finalize(dop)
+	final := dop.Instance
+	if o, err := operationOf(dop.Operation); err == nil && o.finish != nil {
+		o.finish(final)
+	}
 	sealed, err := r.sealInstance(final)
 	if err != nil {
 		r.finishFailed(ctx, "", err)
@@ -284,9 +291,22 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	var params map[string]any
 	_ = json.Unmarshal(raw, &params)
 	r.secrets = secrets.Values(params)
-	req, err := typedRequest(r.op.Operation, raw)
+	o, err := operationOf(r.op.Operation)
 	if err != nil {
 		return nil, nil, err
+	}
+	req, err := o.decode(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("operationParams do not match %s: %w", r.op.Operation, err)
+	}
+	if len(r.op.DriverParams) > 0 {
+		plain, err := svc.box.OpenJSON(r.op.DriverParams, store.OpPlace(r.op.ID, "driver_params"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot decrypt the management drivers' parameters: %w", err)
+		}
+		if err := json.Unmarshal(plain, &r.params); err != nil {
+			return nil, nil, fmt.Errorf("the management drivers' parameters are corrupt: %w", err)
+		}
 	}
 	w := &work{}
 	if len(r.op.Work) > 0 {
@@ -304,7 +324,7 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("VNF instance %s: %w", r.op.VnfInstanceID, err)
 		}
-		opened, err := r.openInstance(&in.VnfInstance)
+		opened, err := svc.openInstance(&in.VnfInstance)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -319,7 +339,7 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 		return nil, nil, fmt.Errorf("VNF package of vnfdId %s: %w", w.Instance.VnfdID, err)
 	}
 	dop := &driverapi.Op{ID: r.op.ID, Operation: r.op.Operation, Instance: w.Instance, Vnfd: pkg.Vnfd,
-		Request: req, AdditionalParams: additionalParams(req), Previous: w.Previous, Scratch: w.Scratch,
+		Request: req, Previous: w.Previous, Scratch: w.Scratch, Victims: w.Victims,
 		ResourceChanges: w.ResourceChanges, ChangedInfo: w.ChangedInfo, ChangedExtConnectivity: w.ChangedExtConnectivity,
 		Log: r.log, CancelRequested: r.cancelRequested, Package: &pkgFiles{st: svc.st, pkgID: w.Instance.VnfPkgID},
 		Vims: svc.vims}
@@ -332,31 +352,36 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	if dop.ResourceChanges == nil {
 		dop.ResourceChanges = &model.ResourceChanges{}
 	}
+	r.bindVim(dop)
 	if fresh {
-		if req, ok := dop.Request.(*model.InstantiateVnfRequest); ok {
-			vims, err := svc.vims.Resolve(ctx, req.VimConnectionInfo)
-			if err != nil {
+		if o.prepare != nil {
+			if err := o.prepare(ctx, r, dop); err != nil {
 				return nil, nil, err
 			}
-			req.VimConnectionInfo = vims
-		}
-		if err := prepare(dop); err != nil {
-			return nil, nil, err
 		}
 		w.capture(dop)
 	}
+	r.bindVim(dop)
+	return dop, w, nil
+}
+
+// bindVim points the op at its flavour, its VIM and that VIM's infra driver.
+func (r *run) bindVim(dop *driverapi.Op) {
+	dop.Flavour, dop.Vim, dop.Infra = nil, nil, nil
 	if info := dop.Instance.InstantiatedVnfInfo; info != nil {
-		dop.Flavour = pkg.Vnfd.Flavours[info.FlavourID]
+		dop.Flavour = dop.Vnfd.Flavours[info.FlavourID]
 	}
 	if len(dop.Instance.VimConnectionInfo) > 0 {
 		dop.Vim = &dop.Instance.VimConnectionInfo[0]
+		if d, ok := r.e.svc.infra(dop.Vim.VimType); ok {
+			dop.Infra = d
+		}
 	}
-	return dop, w, nil
 }
 
 func (w *work) capture(dop *driverapi.Op) {
 	w.Instance, w.ResourceChanges, w.ChangedInfo = dop.Instance, dop.ResourceChanges, dop.ChangedInfo
-	w.ChangedExtConnectivity, w.Previous, w.Scratch = dop.ChangedExtConnectivity, dop.Previous, dop.Scratch
+	w.ChangedExtConnectivity, w.Previous, w.Scratch, w.Victims = dop.ChangedExtConnectivity, dop.Previous, dop.Scratch, dop.Victims
 }
 
 func (r *run) sealWork(w *work) ([]byte, error) {
@@ -365,20 +390,6 @@ func (r *run) sealWork(w *work) ([]byte, error) {
 		return nil, err
 	}
 	return r.e.svc.box.SealJSON(b, store.OpPlace(r.op.ID, "work"))
-}
-
-// openInstance decrypts a stored instance's sealed values.
-func (r *run) openInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return nil, err
-	}
-	plain, err := r.e.svc.box.OpenJSON(b, store.InstancePlace(in.ID))
-	if err != nil {
-		return nil, fmt.Errorf("cannot decrypt VNF instance %s: %w", in.ID, err)
-	}
-	var out model.VnfInstance
-	return &out, json.Unmarshal(plain, &out)
 }
 
 func (r *run) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
@@ -392,46 +403,6 @@ func (r *run) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
 	}
 	var out model.VnfInstance
 	return &out, json.Unmarshal(sealed, &out)
-}
-
-func typedRequest(operation string, raw []byte) (any, error) {
-	var v any
-	switch operation {
-	case model.OpInstantiate:
-		v = &model.InstantiateVnfRequest{}
-	case model.OpTerminate:
-		v = &model.TerminateVnfRequest{}
-	case model.OpScale:
-		v = &model.ScaleVnfRequest{}
-	case model.OpHeal:
-		v = &model.HealVnfRequest{}
-	case model.OpChangeExtConn:
-		v = &model.ChangeExtVnfConnectivityRequest{}
-	case model.OpModifyInfo:
-		v = &model.VnfInfoModificationRequest{}
-	default:
-		return nil, fmt.Errorf("operation %s is not supported by this VNFM", operation)
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return nil, fmt.Errorf("operationParams do not match %s: %w", operation, err)
-	}
-	return v, nil
-}
-
-func additionalParams(req any) map[string]any {
-	switch t := req.(type) {
-	case *model.InstantiateVnfRequest:
-		return t.AdditionalParams
-	case *model.TerminateVnfRequest:
-		return t.AdditionalParams
-	case *model.ScaleVnfRequest:
-		return t.AdditionalParams
-	case *model.HealVnfRequest:
-		return t.AdditionalParams
-	case *model.ChangeExtVnfConnectivityRequest:
-		return t.AdditionalParams
-	}
-	return nil
 }
 
 // progress journals per-node checkpoints of one step.
@@ -515,32 +486,4 @@ func (e *Engine) observeStep(operation, step, state string, d time.Duration) {
 	if e.cfg.Observer != nil {
 		e.cfg.Observer.StepFinished(operation, step, state, d)
 	}
-}
-
-// mgmtStep binds a Vnflcm hook to the driver the flavour names for it.
-func (r *run) mgmtStep(dop *driverapi.Op, hook string) (step, bool) {
-	if dop.Flavour == nil {
-		return step{}, false
-	}
-	name, ok := dop.Flavour.Interfaces[hook]
-	if !ok {
-		return step{}, false
-	}
-	s := step{name: "mgmt." + hook}
-	d, ok := r.e.svc.mgmt.Lookup(name)
-	if !ok {
-		s.do = func(context.Context, *driverapi.Op) error {
-			return fmt.Errorf("management driver %q named for %s is not available in this VNFM", name, hook)
-		}
-		return s, true
-	}
-	f, ok := mgmtdrivers.Hook(d, hook)
-	if !ok {
-		return step{}, false
-	}
-	s.do = f
-	if rb, ok := d.(mgmtdrivers.RollbackHandler); ok {
-		s.undo = func(ctx context.Context, op *driverapi.Op) error { return rb.Rollback(ctx, hook, op) }
-	}
-	return s, true
 }

@@ -70,23 +70,6 @@ func NewService(c Config) *Service {
 // Vims is the service's VIM registry.
 func (s *Service) Vims() *vims.Registry { return s.vims }
 
-// decodeStrict decodes a request body into a typed view. Unknown members are
-// allowed (Tacker compatibility); type errors are reported for people.
-func decode(raw []byte, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = []byte("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return errorf(KindInvalid, "request body: %q must be of type %s", te.Field, te.Type)
-		}
-		return errorf(KindInvalid, "request body is not valid JSON: %v", err)
-	}
-	return nil
-}
-
 func (s *Service) seal(raw []byte, p secrets.Place) ([]byte, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
@@ -116,7 +99,7 @@ func (s *Service) sealMap(m map[string]any, p secrets.Place) (map[string]any, er
 // CreateInstance creates a NOT_INSTANTIATED VNF instance from an onboarded, enabled package.
 func (s *Service) CreateInstance(ctx context.Context, raw []byte) (*store.Instance, error) {
 	var req model.CreateVnfRequest
-	if err := decode(raw, &req); err != nil {
+	if err := decodeInto(raw, &req); err != nil {
 		return nil, err
 	}
 	if req.VnfdID == "" {
@@ -188,6 +171,20 @@ func notFoundOp(id string) *Error {
 	return errorf(KindNotFound, "VNF LCM operation occurrence %s does not exist; list them with GET /vnflcm/v1/vnf_lcm_op_occs", id)
 }
 
+// openInstance decrypts a stored instance's sealed values.
+func (s *Service) openInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := s.box.OpenJSON(b, store.InstancePlace(in.ID))
+	if err != nil {
+		return nil, fmt.Errorf("cannot decrypt VNF instance %s: %w", in.ID, err)
+	}
+	var out model.VnfInstance
+	return &out, json.Unmarshal(plain, &out)
+}
+
 // instanceAndVnfd loads what request validation needs.
 func (s *Service) instanceAndVnfd(ctx context.Context, id string) (*store.Instance, *model.Vnfd, error) {
 	in, err := s.GetInstance(ctx, id)
@@ -204,49 +201,6 @@ func (s *Service) instanceAndVnfd(ctx context.Context, id string) (*store.Instan
 	return in, pkg.Vnfd, nil
 }
 
-// checkDrivers makes sure every hook the flavour names has a driver, so a
-// package error surfaces on the request instead of halfway through.
-func (s *Service) checkDrivers(fl *model.Flavour, hooks ...string) error {
-	for _, h := range hooks {
-		name, ok := fl.Interfaces[h]
-		if !ok {
-			continue
-		}
-		d, ok := s.mgmt.Lookup(name)
-		if !ok {
-			return errorf(KindUnprocessable, "the VNFD names management driver %q for interfaces.Vnflcm.%s, which this VNFM does not provide (available: %s)",
-				name, h, strings.Join(s.mgmt.Names(), ", "))
-		}
-		if _, ok := mgmtdrivers.Hook(d, h); !ok {
-			return errorf(KindUnprocessable, "management driver %q does not implement interfaces.Vnflcm.%s named in the VNFD", name, h)
-		}
-	}
-	return nil
-}
-
-// validateRequest lets the drivers bound to the hooks refuse the request
-// (mgmtdrivers.RequestValidator) before an operation is created.
-func (s *Service) validateRequest(ctx context.Context, fl *model.Flavour, r mgmtdrivers.Request, hooks ...string) error {
-	seen := map[string]bool{}
-	for _, h := range hooks {
-		name, ok := fl.Interfaces[h]
-		if !ok || seen[name] {
-			continue
-		}
-		seen[name] = true
-		d, ok := s.mgmt.Lookup(name)
-		if !ok {
-			continue
-		}
-		if v, ok := d.(mgmtdrivers.RequestValidator); ok {
-			if err := v.ValidateRequest(ctx, r); err != nil {
-				return errorf(KindUnprocessable, "management driver %s: %v", name, err)
-			}
-		}
-	}
-	return nil
-}
-
 func flavourNames(v *model.Vnfd) string {
 	var n []string
 	for k := range v.Flavours {
@@ -256,238 +210,35 @@ func flavourNames(v *model.Vnfd) string {
 	return strings.Join(n, ", ")
 }
 
-func (s *Service) createOp(ctx context.Context, instID, operation, requireState, verb string, raw []byte, ifVersion int64) (*store.OpOcc, error) {
-	opID := uuid.NewString()
-	sealed, err := s.seal(raw, store.OpPlace(opID, "operation_params"))
-	if err != nil {
-		return nil, err
-	}
-	op, err := s.st.CreateOpOcc(ctx, store.NewOp{ID: opID, VnfInstanceID: instID, Operation: operation,
-		OperationParams: sealed, RequireState: requireState, IfVersion: ifVersion, Verb: verb})
-	if err != nil {
-		return nil, fromStore(err, notFoundInstance(instID).Detail)
-	}
-	s.log.Info("lcm operation accepted", "opOccId", op.ID, "vnfInstanceId", instID, "operation", operation)
-	return op, nil
-}
-
 // Instantiate accepts an InstantiateVnfRequest.
 func (s *Service) Instantiate(ctx context.Context, id string, raw []byte) (*store.OpOcc, error) {
-	var req model.InstantiateVnfRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
-	}
-	in, vnfd, err := s.instanceAndVnfd(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if in.InstantiationState == model.Instantiated {
-		// Checked again atomically by the store; this early answer saves validation noise.
-		return nil, errorf(KindConflict, "VNF instance %s is already INSTANTIATED; terminate it before instantiating it again", id)
-	}
-	fl, ok := vnfd.Flavours[req.FlavourID]
-	if !ok {
-		return nil, errorf(KindInvalid, "flavourId %q is not a deployment flavour of VNFD %s; use one of: %s", req.FlavourID, vnfd.ID, flavourNames(vnfd))
-	}
-	if req.InstantiationLevelID != "" {
-		if _, ok := fl.InstantiationLevels[req.InstantiationLevelID]; !ok {
-			return nil, errorf(KindInvalid, "instantiationLevelId %q is not defined in flavour %q; use one of: %s",
-				req.InstantiationLevelID, fl.ID, strings.Join(sortedKeys(fl.InstantiationLevels), ", "))
-		}
-	}
-	if len(fl.ExtCPs) > 0 {
-		for _, l := range req.ExtVirtualLinks {
-			for _, cp := range l.ExtCps {
-				if _, ok := fl.ExtCPs[cp.CpdID]; !ok {
-					return nil, errorf(KindInvalid, "extVirtualLinks %q: cpdId %q is not an external connection point of flavour %q; use one of: %s",
-						l.ID, cp.CpdID, fl.ID, strings.Join(sortedKeys(fl.ExtCPs), ", "))
-				}
-			}
-		}
-	}
-	if len(req.VimConnectionInfo) > 1 {
-		return nil, errorf(KindInvalid, "vimConnectionInfo: give at most one VIM connection")
-	}
-	// Resolve now to reject unknown VIMs; the engine resolves again when it
-	// starts, so a VIM's current credentials are used.
-	vims, err := s.vims.Resolve(ctx, req.VimConnectionInfo)
-	if err != nil {
-		return nil, err
-	}
-	vimType := ""
-	if len(vims) > 0 {
-		vimType = vims[0].VimType
-	} else if len(in.VimConnectionInfo) > 0 {
-		vimType = in.VimConnectionInfo[0].VimType
-	}
-	if _, ok := s.infra(vimType); !ok {
-		if vimType == "" {
-			return nil, errorf(KindInvalid, "no VIM to instantiate on: give vimConnectionInfo in the request, or register a default VIM (openstack vim register --is-default ...)")
-		}
-		return nil, errorf(KindInvalid, "vimConnectionInfo: vimType %q is not supported by this VNFM", vimType)
-	}
-	if err := s.checkDrivers(fl, model.HookInstantiateStart, model.HookInstantiateEnd); err != nil {
-		return nil, err
-	}
-	if err := s.validateRequest(ctx, fl, mgmtdrivers.Request{Operation: model.OpInstantiate, Instance: &in.VnfInstance, Flavour: fl, Body: &req},
-		model.HookInstantiateStart, model.HookInstantiateEnd); err != nil {
-		return nil, err
-	}
-	return s.createOp(ctx, id, model.OpInstantiate, model.NotInstantiated, "instantiated", raw, 0)
+	return s.accept(ctx, opInstantiate, id, raw, 0)
 }
 
 // Terminate accepts a TerminateVnfRequest.
 func (s *Service) Terminate(ctx context.Context, id string, raw []byte) (*store.OpOcc, error) {
-	var req model.TerminateVnfRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
-	}
-	if req.TerminationType != "FORCEFUL" && req.TerminationType != "GRACEFUL" {
-		return nil, errorf(KindInvalid, `request body: "terminationType" must be FORCEFUL or GRACEFUL`)
-	}
-	in, vnfd, err := s.instanceAndVnfd(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if fl := flavourOf(in, vnfd); fl != nil {
-		if err := s.checkDrivers(fl, model.HookTerminateStart, model.HookTerminateEnd); err != nil {
-			return nil, err
-		}
-	}
-	return s.createOp(ctx, id, model.OpTerminate, model.Instantiated, "terminated", raw, 0)
-}
-
-func flavourOf(in *store.Instance, vnfd *model.Vnfd) *model.Flavour {
-	if in.InstantiatedVnfInfo == nil {
-		return nil
-	}
-	return vnfd.Flavours[in.InstantiatedVnfInfo.FlavourID]
+	return s.accept(ctx, opTerminate, id, raw, 0)
 }
 
 // Scale accepts a ScaleVnfRequest.
 func (s *Service) Scale(ctx context.Context, id string, raw []byte) (*store.OpOcc, error) {
-	var req model.ScaleVnfRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
-	}
-	if req.Type != model.ScaleOut && req.Type != model.ScaleIn {
-		return nil, errorf(KindInvalid, `request body: "type" must be SCALE_OUT or SCALE_IN`)
-	}
-	if req.Steps() < 1 {
-		return nil, errorf(KindInvalid, `request body: "numberOfSteps" must be a positive integer`)
-	}
-	in, vnfd, err := s.instanceAndVnfd(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	fl := flavourOf(in, vnfd)
-	if fl == nil {
-		return nil, errorf(KindConflict, "VNF instance %s is NOT_INSTANTIATED and cannot be scaled; instantiate it first", id)
-	}
-	asp, ok := fl.ScalingAspects[req.AspectID]
-	if !ok {
-		return nil, errorf(KindInvalid, "aspectId %q is not a scaling aspect of flavour %q; use one of: %s", req.AspectID, fl.ID, strings.Join(sortedKeys(fl.ScalingAspects), ", "))
-	}
-	level := 0
-	for _, st := range in.InstantiatedVnfInfo.ScaleStatus {
-		if st.AspectID == req.AspectID {
-			level = st.ScaleLevel
-		}
-	}
-	switch {
-	case req.Type == model.ScaleOut && level+req.Steps() > asp.MaxScaleLevel:
-		return nil, errorf(KindInvalid, "cannot scale out aspect %q by %d step(s): it is at level %d of at most %d", req.AspectID, req.Steps(), level, asp.MaxScaleLevel)
-	case req.Type == model.ScaleIn && level-req.Steps() < 0:
-		return nil, errorf(KindInvalid, "cannot scale in aspect %q by %d step(s): it is at level %d", req.AspectID, req.Steps(), level)
-	}
-	if err := s.checkDrivers(fl, model.HookScaleStart, model.HookScaleEnd); err != nil {
-		return nil, err
-	}
-	return s.createOp(ctx, id, model.OpScale, model.Instantiated, "scaled", raw, 0)
+	return s.accept(ctx, opScale, id, raw, 0)
 }
 
 // Heal accepts a HealVnfRequest.
 func (s *Service) Heal(ctx context.Context, id string, raw []byte) (*store.OpOcc, error) {
-	var req model.HealVnfRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
-	}
-	in, vnfd, err := s.instanceAndVnfd(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	fl := flavourOf(in, vnfd)
-	if fl == nil {
-		return nil, errorf(KindConflict, "VNF instance %s is NOT_INSTANTIATED and cannot be healed; instantiate it first", id)
-	}
-	for _, c := range req.VnfcInstanceID {
-		if !slices.ContainsFunc(in.InstantiatedVnfInfo.VnfcResourceInfo, func(r model.VnfcResourceInfo) bool { return r.ID == c }) {
-			return nil, errorf(KindInvalid, "vnfcInstanceId %q is not a VNFC of VNF instance %s; see instantiatedVnfInfo.vnfcResourceInfo[].id", c, id)
-		}
-	}
-	if err := s.checkDrivers(fl, model.HookHealStart, model.HookHealEnd); err != nil {
-		return nil, err
-	}
-	if err := s.validateRequest(ctx, fl, mgmtdrivers.Request{Operation: model.OpHeal, Instance: &in.VnfInstance, Flavour: fl, Body: &req},
-		model.HookHealStart, model.HookHealEnd); err != nil {
-		return nil, err
-	}
-	return s.createOp(ctx, id, model.OpHeal, model.Instantiated, "healed", raw, 0)
+	return s.accept(ctx, opHeal, id, raw, 0)
 }
 
 // ChangeExtConn accepts a ChangeExtVnfConnectivityRequest.
 func (s *Service) ChangeExtConn(ctx context.Context, id string, raw []byte) (*store.OpOcc, error) {
-	var req model.ChangeExtVnfConnectivityRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
-	}
-	if len(req.ExtVirtualLinks) == 0 {
-		return nil, errorf(KindInvalid, `request body: "extVirtualLinks" must list at least one external virtual link`)
-	}
-	in, vnfd, err := s.instanceAndVnfd(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if fl := flavourOf(in, vnfd); fl != nil {
-		if err := s.checkDrivers(fl, model.HookChangeExtConnStart, model.HookChangeExtConnEnd); err != nil {
-			return nil, err
-		}
-	}
-	return s.createOp(ctx, id, model.OpChangeExtConn, model.Instantiated, "reconnected (change_ext_conn)", raw, 0)
+	return s.accept(ctx, opChangeExtConn, id, raw, 0)
 }
 
-// Modify accepts a VnfInfoModificationRequest (JSON merge patch).
+// Modify accepts a VnfInfoModificationRequest (JSON merge patch); ifVersion
+// non-zero must be the instance's current ETag.
 func (s *Service) Modify(ctx context.Context, id string, raw []byte, ifVersion int64) (*store.OpOcc, error) {
-	var req model.VnfInfoModificationRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
-	}
-	in, vnfd, err := s.instanceAndVnfd(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	target := req.VnfdID
-	if target == "" && req.VnfPkgID != "" {
-		return nil, errorf(KindInvalid, "changing vnfPkgId is not supported; give the target vnfdId instead")
-	}
-	if target != "" && target != in.VnfdID {
-		pkg, err := s.st.PackageByVnfdID(ctx, target)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, errorf(KindInvalid, "vnfdId %s does not belong to an onboarded VNF package", target)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if pkg.OperationalState != model.Enabled {
-			return nil, errorf(KindInvalid, "VNF package %s with vnfdId %s is not ENABLED", pkg.ID, target)
-		}
-	}
-	if fl := flavourOf(in, vnfd); fl != nil {
-		if err := s.checkDrivers(fl, model.HookModifyInformationStart, model.HookModifyInformationEnd); err != nil {
-			return nil, err
-		}
-	}
-	return s.createOp(ctx, id, model.OpModifyInfo, "", "modified", raw, ifVersion)
+	return s.accept(ctx, opModify, id, raw, ifVersion)
 }
 
 // GetOpOcc reads one op occurrence.
@@ -528,7 +279,7 @@ func (s *Service) Rollback(ctx context.Context, id string) (*store.OpOcc, error)
 		return nil, err
 	}
 	if cur.OperationState == model.StateFailedTemp {
-		if why := rollbackUnsupported(cur); why != "" {
+		if why := s.rollbackUnsupported(cur); why != "" {
 			return nil, errorf(KindConflict, "LCM operation occurrence %s (%s) cannot be rolled back: %s; retry it (POST .../retry) or mark it failed (POST .../fail)", id, cur.Operation, why)
 		}
 	}
@@ -540,23 +291,17 @@ func (s *Service) Rollback(ctx context.Context, id string) (*store.OpOcc, error)
 }
 
 // rollbackUnsupported says why an operation cannot be rolled back ("" = it can).
-func rollbackUnsupported(op *store.OpOcc) string {
-	switch op.Operation {
-	case model.OpInstantiate, model.OpChangeExtConn, model.OpModifyInfo:
-		return ""
-	case model.OpScale:
-		var req model.ScaleVnfRequest
-		_ = json.Unmarshal(op.OperationParams, &req)
-		if req.Type == model.ScaleIn {
-			return "removed VNFCs cannot be restored"
-		}
-		return ""
-	case model.OpTerminate:
-		return "terminated resources cannot be restored"
-	case model.OpHeal:
-		return "healed VNFCs are replaced, there is no previous state to return to"
+func (s *Service) rollbackUnsupported(op *store.OpOcc) string {
+	o, err := operationOf(op.Operation)
+	if err != nil || o.cannotRollBack == nil {
+		return fmt.Sprintf("rollback of %s is not supported", op.Operation)
 	}
-	return fmt.Sprintf("rollback of %s is not supported", op.Operation)
+	raw, err := s.box.OpenJSON(op.OperationParams, store.OpPlace(op.ID, "operation_params"))
+	if err != nil {
+		raw = op.OperationParams
+	}
+	req, _ := o.decode(raw)
+	return o.cannotRollBack(req)
 }
 
 // Fail marks a FAILED_TEMP operation as finally FAILED.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
@@ -15,36 +17,34 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
 )
 
-// validatingMgmt is the fake management driver with a RequestValidator
-// that refuses instantiations asking for it and heals naming a VDU "master" VNFC.
+// validatingMgmt is the fake management driver whose ParseParams refuses
+// instantiations asking for it and heals naming a VDU "master" VNFC.
 type validatingMgmt struct {
 	*lcmtest.Mgmt
-	seen []mgmtdrivers.Request
+	seen []*driverapi.Accept
 }
 
-func (v *validatingMgmt) ValidateRequest(_ context.Context, r mgmtdrivers.Request) error {
-	v.seen = append(v.seen, r)
-	switch b := r.Body.(type) {
-	case *model.InstantiateVnfRequest:
-		if b.AdditionalParams["reject"] == true {
-			return errors.New("k8s_cluster_installation_param.ansible is required")
+func (v *validatingMgmt) ParseParams(ctx context.Context, a *driverapi.Accept, stored *lcmtest.MgmtParams) (*lcmtest.MgmtParams, error) {
+	v.seen = append(v.seen, a)
+	switch {
+	case a.Request.Instantiate != nil:
+		if a.Request.Instantiate.AdditionalParams["reject"] == true {
+			return nil, errors.New("k8s_cluster_installation_param.ansible is required")
 		}
-	case *model.HealVnfRequest:
-		for _, c := range r.Instance.InstantiatedVnfInfo.VnfcResourceInfo {
-			for _, id := range b.VnfcInstanceID {
-				if id == c.ID && c.VduID == "master" {
-					return fmt.Errorf("healing control-plane VNFC %s is not supported", id)
-				}
+	case a.Request.Heal != nil:
+		for _, c := range a.ComputeResources() {
+			if c.VduID == "master" && slices.Contains(a.Request.Heal.VnfcInstanceID, c.VnfcID) {
+				return nil, fmt.Errorf("healing control-plane VNFC %s is not supported", c.VnfcID)
 			}
 		}
 	}
-	return nil
+	return v.Mgmt.ParseParams(ctx, a, stored)
 }
 
 func TestDriversValidateRequests(t *testing.T) {
 	w := newWorld(t)
 	v := &validatingMgmt{Mgmt: w.mgmt}
-	w.cfg.Mgmt = mgmtdrivers.NewRegistry(v)
+	w.cfg.Mgmt = mgmtdrivers.NewRegistry(mgmtdrivers.New[lcmtest.MgmtParams](v))
 	w.svc = lcm.NewService(w.cfg)
 	w.engine(2*time.Second, nil)
 	ctx := context.Background()
@@ -60,7 +60,7 @@ func TestDriversValidateRequests(t *testing.T) {
 	if ops, _, _ := w.svc.ListOpOccs(ctx, store.Page{Limit: 10}); len(ops) != 0 {
 		t.Fatalf("a refused request created %d operation(s)", len(ops))
 	}
-	if len(v.seen) != 1 || v.seen[0].Operation != model.OpInstantiate || v.seen[0].Flavour == nil || v.seen[0].Instance.ID != id {
+	if len(v.seen) != 1 || v.seen[0].Operation != model.OpInstantiate || v.seen[0].Flavour == nil || v.seen[0].Instance.ID != id || v.seen[0].Infra == nil {
 		t.Errorf("validator saw %+v (once per driver, not per hook)", v.seen)
 	}
 

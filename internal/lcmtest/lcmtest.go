@@ -39,14 +39,16 @@ type Knobs struct {
 	FailNode string `json:"failNode"`
 }
 
-func knobs(op *driverapi.Op) Knobs {
+func knobsOf(ap map[string]any) Knobs {
 	var k Knobs
-	if f, ok := op.AdditionalParams["fake"]; ok {
+	if f, ok := ap["fake"]; ok {
 		b, _ := json.Marshal(f)
 		_ = json.Unmarshal(b, &k)
 	}
 	return k
 }
+
+func knobs(op *driverapi.Op) Knobs { return knobsOf(op.Request.AdditionalParams()) }
 
 func (k Knobs) fails(step, node string) bool {
 	if k.FailStep != step || (k.FailNode != "" && k.FailNode != node) {
@@ -87,6 +89,33 @@ type Infra struct {
 }
 
 var _ driverapi.InfraDriver = (*Infra)(nil)
+
+// CheckRequest implements driverapi.InfraDriver: the fake accepts everything.
+func (f *Infra) CheckRequest(context.Context, *driverapi.Accept) error { return nil }
+
+// ComputeResources implements driverapi.Infra from the SOL003 attributes.
+func (f *Infra) ComputeResources(info *model.InstantiatedVnfInfo) []driverapi.ComputeResource {
+	return driverapi.BaseComputeResources(info)
+}
+
+// CheckVIP implements driverapi.Infra: nothing filters traffic here.
+func (f *Infra) CheckVIP(context.Context, driverapi.VIPCheck) error { return nil }
+
+// ScaleInVictims implements driverapi.InfraDriver: the VNFCs beyond the
+// target level, as converge removes them.
+func (f *Infra) ScaleInVictims(_ context.Context, op *driverapi.Op) ([]string, error) {
+	keep := map[string]bool{}
+	for _, v := range desired(op) {
+		keep[v.ID] = true
+	}
+	var out []string
+	for _, v := range op.Instance.InstantiatedVnfInfo.VnfcResourceInfo {
+		if !keep[v.ID] {
+			out = append(out, v.ID)
+		}
+	}
+	return out, nil
+}
 
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
@@ -222,7 +251,7 @@ func (f *Infra) Heal(ctx context.Context, op *driverapi.Op) error {
 	if k.fails("infra.heal", "") {
 		return errors.New("heal failed (injected failure)")
 	}
-	req, _ := op.Request.(*model.HealVnfRequest)
+	req := op.Request.Heal
 	for _, v := range op.Instance.InstantiatedVnfInfo.VnfcResourceInfo {
 		if req != nil && len(req.VnfcInstanceID) > 0 && !contains(req.VnfcInstanceID, v.ID) {
 			continue
@@ -261,7 +290,7 @@ func (f *Infra) Terminate(ctx context.Context, op *driverapi.Op) error {
 // ChangeExtConn records the new external VLs.
 func (f *Infra) ChangeExtConn(ctx context.Context, op *driverapi.Op) error {
 	f.Calls.add("infra.change_ext_conn")
-	req := op.Request.(*model.ChangeExtVnfConnectivityRequest)
+	req := op.Request.ChangeExtConn
 	op.ChangedExtConnectivity = nil
 	info := op.Instance.InstantiatedVnfInfo
 	info.ExtVirtualLinkInfo = nil
@@ -305,31 +334,47 @@ type Mgmt struct {
 	Calls Calls
 }
 
-// Name implements mgmtdrivers.Driver.
+// MgmtParams are the fake driver's parameters: the request's
+// additionalParams.fake knobs and additionalParams.password (a secret the
+// engine must scrub from the errors it injects).
+type MgmtParams struct {
+	Knobs    Knobs  `json:"knobs"`
+	Password string `json:"password,omitempty"`
+}
+
+// Name implements mgmtdrivers.Typed.
 func (m *Mgmt) Name() string { return MgmtDriverName }
 
-func (m *Mgmt) hook(ctx context.Context, op *driverapi.Op, hook string) error {
+// ParseParams implements mgmtdrivers.Typed: the knobs of this request.
+func (m *Mgmt) ParseParams(_ context.Context, a *driverapi.Accept, _ *MgmtParams) (*MgmtParams, error) {
+	m.Calls.add("parse")
+	ap := a.Request.AdditionalParams()
+	p := &MgmtParams{Knobs: knobsOf(ap)}
+	p.Password, _ = ap["password"].(string)
+	return p, nil
+}
+
+func (m *Mgmt) hook(ctx context.Context, p *MgmtParams, hook string) error {
 	m.Calls.add("mgmt." + hook)
-	k := knobs(op)
+	k := p.Knobs
 	if err := sleep(ctx, time.Duration(k.HookDelayMs)*time.Millisecond); err != nil {
 		return err
 	}
 	if k.fails("mgmt."+hook, "") {
 		// Include a secret from the request: the engine must scrub it.
-		pw, _ := op.AdditionalParams["password"].(string)
-		return fmt.Errorf("%s failed on the master (ssh password %s rejected; injected failure)", hook, pw)
+		return fmt.Errorf("%s failed on the master (ssh password %s rejected; injected failure)", hook, p.Password)
 	}
 	return nil
 }
 
 // InstantiateStart implements the hook.
-func (m *Mgmt) InstantiateStart(ctx context.Context, op *driverapi.Op) error {
-	return m.hook(ctx, op, model.HookInstantiateStart)
+func (m *Mgmt) InstantiateStart(ctx context.Context, op *driverapi.Op, p *MgmtParams) error {
+	return m.hook(ctx, p, model.HookInstantiateStart)
 }
 
 // InstantiateEnd registers a marker in the instance's metadata.
-func (m *Mgmt) InstantiateEnd(ctx context.Context, op *driverapi.Op) error {
-	if err := m.hook(ctx, op, model.HookInstantiateEnd); err != nil {
+func (m *Mgmt) InstantiateEnd(ctx context.Context, op *driverapi.Op, p *MgmtParams) error {
+	if err := m.hook(ctx, p, model.HookInstantiateEnd); err != nil {
 		return err
 	}
 	if op.Instance.Metadata == nil {
@@ -340,27 +385,27 @@ func (m *Mgmt) InstantiateEnd(ctx context.Context, op *driverapi.Op) error {
 }
 
 // TerminateStart implements the hook.
-func (m *Mgmt) TerminateStart(ctx context.Context, op *driverapi.Op) error {
-	return m.hook(ctx, op, model.HookTerminateStart)
+func (m *Mgmt) TerminateStart(ctx context.Context, op *driverapi.Op, p *MgmtParams) error {
+	return m.hook(ctx, p, model.HookTerminateStart)
 }
 
 // ScaleStart implements the hook.
-func (m *Mgmt) ScaleStart(ctx context.Context, op *driverapi.Op) error {
-	return m.hook(ctx, op, model.HookScaleStart)
+func (m *Mgmt) ScaleStart(ctx context.Context, op *driverapi.Op, p *MgmtParams) error {
+	return m.hook(ctx, p, model.HookScaleStart)
 }
 
 // ScaleEnd implements the hook.
-func (m *Mgmt) ScaleEnd(ctx context.Context, op *driverapi.Op) error {
-	return m.hook(ctx, op, model.HookScaleEnd)
+func (m *Mgmt) ScaleEnd(ctx context.Context, op *driverapi.Op, p *MgmtParams) error {
+	return m.hook(ctx, p, model.HookScaleEnd)
 }
 
 // HealEnd implements the hook.
-func (m *Mgmt) HealEnd(ctx context.Context, op *driverapi.Op) error {
-	return m.hook(ctx, op, model.HookHealEnd)
+func (m *Mgmt) HealEnd(ctx context.Context, op *driverapi.Op, p *MgmtParams) error {
+	return m.hook(ctx, p, model.HookHealEnd)
 }
 
 // Rollback undoes hooks during a rollback.
-func (m *Mgmt) Rollback(ctx context.Context, hook string, op *driverapi.Op) error {
+func (m *Mgmt) Rollback(ctx context.Context, hook string, op *driverapi.Op, p *MgmtParams) error {
 	m.Calls.add("rollback.mgmt." + hook)
 	if hook == model.HookInstantiateEnd && op.Instance.Metadata != nil {
 		delete(op.Instance.Metadata, "cluster")
@@ -379,7 +424,9 @@ func Resolver(f driverapi.InfraDriver) func(string) (driverapi.InfraDriver, bool
 }
 
 // Registry returns a management driver registry holding m.
-func Registry(m *Mgmt) *mgmtdrivers.Registry { return mgmtdrivers.NewRegistry(m) }
+func Registry(m *Mgmt) *mgmtdrivers.Registry {
+	return mgmtdrivers.NewRegistry(mgmtdrivers.New[MgmtParams](m))
+}
 
 // VnfdID of the sample package.
 const VnfdID = "b1bb0ce7-ebca-4fa7-95ed-4840d70a1177"

@@ -30,7 +30,7 @@ type MgmtOptions struct {
 //	mgmt = DefaultMgmt(MgmtOptions{Pins: st.HostKeyPins()})
 func DefaultMgmt(o MgmtOptions) *mgmtdrivers.Registry {
 	return mgmtdrivers.NewRegistry(
-		kubeadm.New(kubeadm.Options{Pins: o.Pins, Dial: o.Dial}),
-		NewKubesprayDriver(o.Pins, o.Dial),
+		kubeadm.New(kubeadm.Options{Pins: o.Pins, Dial: o.Dial}).Driver(),
+		NewKubesprayDriver(o.Pins, o.Dial).Driver(),
 	)
 }

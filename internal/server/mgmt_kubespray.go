@@ -14,7 +14,7 @@ import (
 // Ansible server and the load balancer's API frontend (nil: the host's
 // network). Register it next to the other built-in drivers:
 //
-//	mgmtdrivers.NewRegistry(..., NewKubesprayDriver(st.HostKeyPins(), nil))
+//	mgmtdrivers.NewRegistry(..., NewKubesprayDriver(st.HostKeyPins(), nil).Driver())
 func NewKubesprayDriver(pins remote.PinStore, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *kubespray.Driver {
 	return kubespray.New(kubespray.Options{Pins: pins, Dial: dial})
 }

@@ -20,11 +20,14 @@ type OpOcc struct {
 	Attempts   int
 	// Work is the sealed working copy of the instance between steps (nil before the first step).
 	Work []byte
+	// DriverParams are the management drivers' parameters of the operation
+	// ({driver: parameters}, sealed JSON), parsed when it was accepted.
+	DriverParams []byte
 }
 
 const opCols = `id, seq, vnf_instance_id, operation, operation_state, state_entered_time, start_time,
 	grant_id, is_automatic_invocation, operation_params, is_cancel_pending, cancel_mode, error,
-	resource_changes, changed_info, changed_ext_connectivity, lease_owner, attempts, work`
+	resource_changes, changed_info, changed_ext_connectivity, lease_owner, attempts, work, driver_params`
 
 func scanOp(row pgx.Row) (*OpOcc, error) {
 	var (
@@ -34,7 +37,7 @@ func scanOp(row pgx.Row) (*OpOcc, error) {
 	)
 	err := row.Scan(&op.ID, &op.Seq, &op.VnfInstanceID, &op.Operation, &op.OperationState, &op.StateEnteredTime,
 		&op.StartTime, &grant, &op.IsAutomaticInvocation, &params, &op.IsCancelPending, &cancel, &perr, &rc, &ci,
-		&cec, &owner, &op.Attempts, &op.Work)
+		&cec, &owner, &op.Attempts, &op.Work, &op.DriverParams)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -55,6 +58,19 @@ func scanOp(row pgx.Row) (*OpOcc, error) {
 		}
 	}
 	return &op, nil
+}
+
+// InstantiationParams returns the management drivers' parameters of the
+// instance's last completed instantiation (sealed JSON at
+// OpPlace(opID, "driver_params"); nil: none) and that operation's id.
+func (s *Store) InstantiationParams(ctx context.Context, instID string) (sealed []byte, opID string, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT driver_params, id::text FROM vnf_lcm_op_occs
+		WHERE vnf_instance_id=$1 AND operation='INSTANTIATE' AND operation_state='COMPLETED'
+		ORDER BY seq DESC LIMIT 1`, instID).Scan(&sealed, &opID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, "", nil
+	}
+	return sealed, opID, err
 }
 
 // GetOpOcc reads one operation occurrence.
@@ -83,6 +99,8 @@ type NewOp struct {
 	IfVersion int64
 	// Verb names the task in conflict messages ("instantiated", "scaled", ...).
 	Verb string
+	// DriverParams are the management drivers' parameters (sealed JSON; nil: none).
+	DriverParams []byte
 }
 
 // CreateOpOcc atomically checks the instance and creates the op occurrence in
@@ -106,8 +124,8 @@ func (s *Store) CreateOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
 		if n.RequireState != "" && in.InstantiationState != n.RequireState {
 			return &ConflictError{State: in.InstantiationState, Reason: stateReason(n, in.InstantiationState)}
 		}
-		created, err = scanOp(tx.QueryRow(ctx, `INSERT INTO vnf_lcm_op_occs (id, vnf_instance_id, operation, operation_state, operation_params)
-			VALUES ($1,$2,$3,'STARTING',$4) RETURNING `+opCols, n.ID, n.VnfInstanceID, n.Operation, n.OperationParams))
+		created, err = scanOp(tx.QueryRow(ctx, `INSERT INTO vnf_lcm_op_occs (id, vnf_instance_id, operation, operation_state, operation_params, driver_params)
+			VALUES ($1,$2,$3,'STARTING',$4,$5) RETURNING `+opCols, n.ID, n.VnfInstanceID, n.Operation, n.OperationParams, n.DriverParams))
 		if err != nil {
 			return err
 		}

@@ -17,7 +17,7 @@ import (
 // instantiated_vnf_info, metadata, extensions, … at their JSON names).
 func InstancePlace(id string) secrets.Place { return secrets.At("vnf_instances/" + id) }
 
-// OpPlace is a JSON column of an op occurrence: operation_params, work, changed_info.
+// OpPlace is a JSON column of an op occurrence: operation_params, driver_params, work, changed_info.
 func OpPlace(opID, column string) secrets.Place {
 	return secrets.At("vnf_lcm_op_occs/" + opID + "/" + column)
 }
@@ -47,9 +47,9 @@ var instanceSealed = []struct{ column, json string }{
 type ResealFunc func(doc []byte, at secrets.Place) (out []byte, changed bool, err error)
 
 // ResealAll hands every stored document that may hold sealed values —
-// instances, op occurrences (parameters, working state, changedInfo),
-// journal outputs, subscription credentials, package sources — to fn and
-// writes back what fn changed, row by row. It returns how many documents
+// instances, op occurrences (parameters, drivers' parameters, working
+// state, changedInfo), journal outputs, subscription credentials, package
+// sources — to fn and writes back what fn changed, row by row. It returns how many documents
 // changed. VIM credentials are re-sealed by the VIM registry.
 func (s *Store) ResealAll(ctx context.Context, fn ResealFunc) (int, error) {
 	n := 0
@@ -67,7 +67,7 @@ func (s *Store) ResealAll(ctx context.Context, fn ResealFunc) (int, error) {
 			`UPDATE vnf_instances SET ` + c.column + `=$2::jsonb WHERE id=$1::uuid`,
 			func(k []string) secrets.Place { return InstancePlace(k[0]).Key(c.json) }})
 	}
-	for _, col := range []string{"operation_params", "work", "changed_info"} {
+	for _, col := range []string{"operation_params", "driver_params", "work", "changed_info"} {
 		col := col
 		jobs = append(jobs, job{"vnf_lcm_op_occs." + col,
 			`SELECT id::text, ` + col + `::text FROM vnf_lcm_op_occs WHERE ` + col + ` IS NOT NULL`,

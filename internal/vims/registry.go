@@ -716,6 +716,34 @@ func (s *Registry) RemoveKubernetesVim(ctx context.Context, name, ownerInstanceI
 	return nil
 }
 
+// VimUsers (driverapi.VimRegistry) describes who refers to the VIM of that
+// name besides the owner instance: "VNF instance <id>" for instances,
+// "LCM operation occurrence <id>" for unfinished operations naming it. None
+// when there is no such VIM.
+func (s *Registry) VimUsers(ctx context.Context, name, ownerInstanceID string) ([]string, error) {
+	v, err := s.st.GetVimByName(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	insts, ops, err := s.st.VimUsers(ctx, v.ID)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, id := range insts {
+		if !strings.EqualFold(id, ownerInstanceID) {
+			out = append(out, "VNF instance "+id)
+		}
+	}
+	for _, id := range ops {
+		out = append(out, "LCM operation occurrence "+id)
+	}
+	return out, nil
+}
+
 // RotateKeys re-seals the credentials (and sealed extra values) of every
 // VIM that a key other than the current one sealed, and returns how many it
 // changed. Afterwards no VIM needs an old key.

@@ -17,10 +17,15 @@ import (
 // private key (PEM, optionally encrypted with Passphrase). The user needs
 // sudo on the nodes.
 type Login struct {
-	Username   string
-	Password   string
-	PrivateKey string
-	Passphrase string
+	// Username (username) is the login user.
+	Username string `json:"username"`
+	// Password (password) logs in and answers sudo.
+	Password string `json:"password,omitempty"`
+	// PrivateKey (ssh_private_key) is a PEM private key (OpenSSH, PKCS#1,
+	// PKCS#8, SEC1), tried before the password.
+	PrivateKey string `json:"ssh_private_key,omitempty"`
+	// Passphrase (ssh_private_key_passphrase) decrypts PrivateKey.
+	Passphrase string `json:"ssh_private_key_passphrase,omitempty"`
 }
 
 // secrets lists the login's secret values, for masking.

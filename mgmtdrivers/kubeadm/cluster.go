@@ -217,7 +217,7 @@ func hostsBlock(nodes []*Node) string {
 	sorted := slices.Clone(nodes)
 	slices.SortFunc(sorted, func(a, b *Node) int { return strings.Compare(a.Name, b.Name) })
 	for _, n := range sorted {
-		fmt.Fprintf(&b, "%s %s\n", n.NodeIP, n.Name)
+		fmt.Fprintf(&b, "%s %s\n", n.IP, n.Name)
 	}
 	b.WriteString(hostsEnd + "\n")
 	return b.String()
@@ -277,13 +277,13 @@ func noProxy(p *Params, t *Topology) string {
 	add(p.Proxy.K8sNodeCIDR)
 	if p.Proxy.K8sNodeCIDR == "" && len(t.Masters) > 0 {
 		// Tacker's default: the first master's /24.
-		if ip, err := netip.ParseAddr(t.Masters[0].NodeIP); err == nil && ip.Is4() {
+		if ip, err := netip.ParseAddr(t.Masters[0].IP); err == nil && ip.Is4() {
 			pfx, _ := ip.Prefix(24)
 			add(pfx.String())
 		}
 	}
 	for _, n := range t.All() {
-		add(n.NodeIP)
+		add(n.IP)
 	}
 	return strings.Join(items, ",")
 }

@@ -40,22 +40,34 @@
 // multicast; vrrp_advert_int: seconds, default 1; etcd_lb_port: HAProxy's
 // etcd frontend on the VIP, default 12379, 0 for none — see etcdlb.go and
 // docs/kubeadm-ha.md). Tacker's helm, private registry and NFS
-// storage extras are refused with a clear message. Every problem is
-// reported at once, each naming its key (ParamError); numbers may be given
-// as strings. Scale, heal and terminate requests may override the
-// credentials (master_node_username, master_node_password,
-// worker_node_username, worker_node_password — Tacker's — and
-// {master,worker}_node_ssh_private_key[_passphrase]) and drain_timeout,
-// drain_policy, worker_parallelism. Every hook validates before it does
-// anything; instantiate_start (when the VNFD binds it) validates before the
-// VMs are created.
+// storage extras are refused with a clear message. CIDRs follow the one
+// rule of mgmtdrivers/kube: host bits set are refused, naming the network
+// (Tacker's guide writes 192.168.3.0/16: give 192.168.0.0/16).
+//
+// The parameters are Params, parsed once when the request is accepted
+// (ParseParams, mgmtdrivers.Typed): every problem is reported at once, each
+// with its JSON path (kube.ParamError); numbers may be given as strings;
+// the connection point names are checked against the VNFD, script_path
+// against the package, the HA and load balancer plan against the VNFD and
+// the infra driver (the VIP allowed on the ports). Every hook gets them
+// typed. Scale, heal and terminate requests start from what the
+// instantiation accepted and may override the credentials
+// (master_node_username, master_node_password, worker_node_username,
+// worker_node_password — Tacker's — and
+// {master,worker}_node_ssh_private_key[_passphrase]), drain_timeout,
+// drain_policy, worker_parallelism, and a heal's force; a scale of an
+// aspect that scales the masters (or the dedicated load balancers), a heal
+// the driver cannot do, and a terminate or entire heal whose cluster VIM
+// other instances refer to are refused then, before anything changes.
 //
 // # Nodes
 //
-// Classify finds masters and workers among vnfcResourceInfo: a role's
-// vdu_id, else its aspect_id (the VNFC's scaleGroup metadata, i.e. Tacker's
-// AutoScalingGroup named after the aspect, or a VNFD aspect scaling the
-// VNFC's VDU), else its CP names. The node IP is the nic_cp_name CP's
+// Classify finds masters and workers among the VNF's compute resources
+// (driverapi.ComputeResource, as the infra driver describes them; the
+// classifier is kube.Classify, shared with kubespray): a role's vdu_id,
+// else its aspect_id (the resource's scaling group, i.e. Tacker's
+// AutoScalingGroup named after the aspect, or a VNFD aspect scaling its
+// VDU), else its CP names. The node IP is the nic_cp_name CP's
 // address, SSH goes to the ssh_cp_name CP's address (or, Tacker's
 // floating-IP layout, the floating IP of the nic CP's port). Node names are
 // the VNFC ids made DNS labels ("workerNode-ab3xq6rfl2vc" →
@@ -99,8 +111,8 @@
 // ssl_ca_cert}, accessInfo {auth_url}, extra {vimName, managedBy}} — no
 // secret.
 //
-// scale_start (SCALE_IN): the victims are openstack.ScaleInVictims (the
-// VNFCs the infra step removes next; masters are refused); all are
+// scale_start (SCALE_IN): the victims are Op.Victims (the VNFCs the infra
+// driver chose and removes next; masters are refused); all are
 // cordoned, then each is drained (--ignore-daemonsets
 // --delete-emptydir-data, drain_timeout) and deleted from the cluster, in
 // parallel. A drain that does not finish is, with drain_policy fail, a
@@ -126,10 +138,11 @@
 // VNFC id order, stable across heals) must be an odd number of at least 3,
 // the master VDU's min_number_of_instances too, the VIP must not be a node
 // address, a VipCp must target the masters' nic_cp_name, and the flavour's
-// Heat templates must give the masters' port the VIP in
-// allowed_address_pairs (traced through the nested template's parameter;
-// instantiate_start checks the VNFD and the HOT before the VMs exist when a
-// VNFD binds it). instantiate_end then writes, on every master, HAProxy
+// VIM must let the VIP's traffic through the masters' port (the infra
+// driver answers: driverapi.Infra.CheckVIP; the OpenStack driver traces
+// allowed_address_pairs in the flavour's Heat templates). The request is
+// checked so when it is accepted, and instantiate_start checks again when a
+// VNFD binds it. instantiate_end then writes, on every master, HAProxy
 // (TCP frontend *:lb_port, round robin over every API server :6443 with
 // HTTPS /healthz checks; no statistics page, the admin socket root's only)
 // and keepalived (one VRRP instance, virtual_router_id, priority 100+n for
@@ -149,8 +162,8 @@
 // etcd is driven with etcdctl on a master (the host's, else the one in the
 // etcd static pod through kubectl exec).
 //
-// A VNFC heal of masters: ValidateRequest refuses healing more than
-// (n-1)/2 masters at once (422) unless additionalParams.force; heal_start
+// A VNFC heal of masters: ParseParams refuses healing more than (n-1)/2
+// masters at once (422) unless additionalParams.force; heal_start
 // connects to the masters it can reach, reads etcd's members and health and
 // refuses (FAILED_TEMP, nothing changed) when removing the victims' members
 // would leave fewer healthy members than a quorum of those left (or of one
@@ -166,9 +179,9 @@
 // masters is refused (scale_start: an aspect scaling the master VDU).
 // Worker scale and heal use the first master that answers, through the VIP.
 //
-// ValidateRequest (mgmtdrivers.RequestValidator) refuses invalid
-// instantiate parameters, a VNFC heal of a single master and a heal of more
-// masters than etcd can lose at the API (422), before an operation exists.
+// ParseParams (mgmtdrivers.Typed) refuses invalid instantiate parameters, a
+// VNFC heal of a single master and a heal of more masters than etcd can lose
+// at the API (422), before an operation exists.
 //
 // Rollback (mgmtdrivers.RollbackHandler): of instantiate_end removes the
 // VIM; of a scale-out's scale_end deletes the Node objects of the workers it

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/doctable"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
 )
 
 // docs/drivers.md documents every parameter the driver accepts, and only
@@ -23,13 +24,15 @@ func TestDocsListEveryParameter(t *testing.T) {
 		}
 	}
 	accepted := slices.Clone(topKeys)
-	for _, k := range append(slices.Clone(nodeKeys), masterOnly...) {
+	for _, k := range append(slices.Clone(kube.NodeKeys), masterOnly...) {
 		accepted = append(accepted, "master_node."+k)
 	}
-	for _, k := range nodeKeys {
+	for _, k := range kube.NodeKeys {
 		accepted = append(accepted, "worker_node."+k, "lb_node."+k)
 	}
-	for _, k := range proxyKeys {
+	// Documented so that Tacker users learn why it is refused.
+	accepted = append(accepted, "master_node.cluster_fip_name")
+	for _, k := range kube.ProxyKeys {
 		accepted = append(accepted, "proxy."+k)
 	}
 	for _, k := range haKeys {
@@ -55,7 +58,8 @@ func TestDocsOverridesWork(t *testing.T) {
 		t.Fatal("no per-operation overrides documented")
 	}
 	for _, k := range keys {
-		p := &Params{Master: NodeParams{Username: "u", Password: "p"}, Worker: NodeParams{Username: "u", Password: "p"},
+		login := kube.Login{Username: "u", Password: "p"}
+		p := &Params{Master: NodeParams{NodeParams: kube.NodeParams{Login: login}}, Worker: NodeParams{NodeParams: kube.NodeParams{Login: login}},
 			DrainTimeout: DefaultDrainTimeout, DrainPolicy: DrainFail, WorkerParallelism: DefaultWorkerParallelism}
 		v := any("changed")
 		switch k {

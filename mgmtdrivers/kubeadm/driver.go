@@ -22,7 +22,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
-	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
@@ -84,8 +83,24 @@ func New(o Options) *Driver {
 	return &Driver{o: o}
 }
 
-// Name implements mgmtdrivers.Driver.
+// Name implements mgmtdrivers.Typed.
 func (d *Driver) Name() string { return Name }
+
+// The hooks the driver implements, with its Params.
+var (
+	_ mgmtdrivers.Typed[Params]              = (*Driver)(nil)
+	_ mgmtdrivers.InstantiateStarter[Params] = (*Driver)(nil)
+	_ mgmtdrivers.InstantiateEnder[Params]   = (*Driver)(nil)
+	_ mgmtdrivers.TerminateEnder[Params]     = (*Driver)(nil)
+	_ mgmtdrivers.ScaleStarter[Params]       = (*Driver)(nil)
+	_ mgmtdrivers.ScaleEnder[Params]         = (*Driver)(nil)
+	_ mgmtdrivers.HealStarter[Params]        = (*Driver)(nil)
+	_ mgmtdrivers.HealEnder[Params]          = (*Driver)(nil)
+	_ mgmtdrivers.RollbackHandler[Params]    = (*Driver)(nil)
+)
+
+// Driver returns the driver as the engine holds it.
+func (d *Driver) Driver() mgmtdrivers.Driver { return mgmtdrivers.New[Params](d) }
 
 // hook is one run of a hook: the op, its parameters and cluster.
 type hook struct {
@@ -98,36 +113,23 @@ type hook struct {
 	etcdTLS *etcdCheckTLS
 }
 
-// load validates the parameters (the instance's, with a scale, heal or
-// terminate request's overrides) and finds the nodes.
-func (d *Driver) load(op *driverapi.Op) (*hook, error) {
+// load finds the nodes of the operation's compute resources with the
+// parameters accepted with the request (ParseParams).
+func (d *Driver) load(op *driverapi.Op, p *Params) (*hook, error) {
 	if d.o.Pins == nil {
 		return nil, errors.New("kubeadm driver: no host key pin store configured")
 	}
-	src := op.AdditionalParams
-	info := op.Instance.InstantiatedVnfInfo
-	if op.Operation != model.OpInstantiate && info != nil && info.AdditionalParams != nil {
-		src = info.AdditionalParams
-	}
-	p, err := ParseParams(src)
-	if err != nil {
-		return nil, err
-	}
-	if op.Operation != model.OpInstantiate {
-		if err := p.Overrides(op.AdditionalParams); err != nil {
-			return nil, err
-		}
-	}
-	if p.VimName == "" {
-		p.VimName = "kubernetes_vim_" + op.Instance.ID
+	if p == nil || p.Master.SSHCPName == "" {
+		return nil, errors.New("kubeadm driver: the operation carries no parameters of this driver (it was accepted by an older VNFM); retry it after failing it, with a new request")
 	}
 	log := op.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &hook{d: d, op: op, p: p, log: log.With("driver", Name)}
-	if info != nil && len(info.VnfcResourceInfo) > 0 {
-		if h.topo, err = Classify(info, op.Flavour, p); err != nil {
+	if info := op.Instance.InstantiatedVnfInfo; info != nil && len(info.VnfcResourceInfo) > 0 {
+		var err error
+		if h.topo, err = Classify(op.ComputeResources(), info.ExtCpInfo, op.Flavour, p); err != nil {
 			return nil, err
 		}
 	}
@@ -139,7 +141,7 @@ func (h *hook) needTopology() error {
 		return errors.New("the VNF instance has no VNFCs: nothing to configure (did the infra driver create the servers?)")
 	}
 	if h.topo.HA() {
-		if err := checkHA(h.topo, h.op.Flavour, h.p, h.op.Package); err != nil {
+		if err := checkHA(context.Background(), h.topo, h.op.Infra, h.op.Package, h.op.Flavour, h.p); err != nil {
 			return err
 		}
 	}
@@ -183,7 +185,7 @@ func (h *hook) perNode(ctx context.Context, nodes []*Node, limit int, start stri
 			}
 		}
 		t0 := time.Now()
-		h.log.Info(start, "node", n.Name, "vnfc", n.VnfcID, "address", n.NodeIP)
+		h.log.Info(start, "node", n.Name, "vnfc", n.VnfcID, "address", n.IP)
 		out, err := fn(ctx, n)
 		if err != nil {
 			h.log.Warn(start+" failed", "node", n.Name, "err", err)
@@ -207,44 +209,45 @@ func (h *hook) perNode(ctx context.Context, nodes []*Node, limit int, start stri
 	return err
 }
 
-func (h *hook) script() ([]byte, error) {
-	if h.p.ScriptPath == "" {
+func (h *hook) script(ctx context.Context) ([]byte, error) {
+	return installScript(ctx, h.op.Package, h.p)
+}
+
+// installScript is the install script: script_path's file in the package
+// (which must be the mini-VNFM script), or the built-in one.
+func installScript(ctx context.Context, pkg driverapi.Package, p *Params) ([]byte, error) {
+	if p.ScriptPath == "" {
 		return builtinScript, nil
 	}
-	if h.op.Package == nil {
+	if pkg == nil {
 		return nil, errors.New("the VNF package cannot be read")
 	}
-	b, err := h.op.Package.ReadFile(h.p.ScriptPath)
+	b, err := pkg.ReadFile(ctx, p.ScriptPath)
 	if err != nil {
-		return nil, fmt.Errorf("%s.script_path: %s is not in the VNF package: %w", ParamKey, h.p.ScriptPath, err)
+		return nil, fmt.Errorf("%s.script_path: %s is not in the VNF package: %w", root, p.ScriptPath, err)
 	}
 	if !isOurScript(b) {
-		return nil, fmt.Errorf("%s.script_path: %s is not the mini-VNFM install script (it prints no VNFM_RESULT lines; Tacker's sample script will not do): ship scripts/install_k8s_cluster.sh or leave script_path out to use the built-in one", ParamKey, h.p.ScriptPath)
+		return nil, fmt.Errorf("%s.script_path: %s is not the mini-VNFM install script (it prints no VNFM_RESULT lines; Tacker's sample script will not do): ship scripts/install_k8s_cluster.sh or leave script_path out to use the built-in one", root, p.ScriptPath)
 	}
 	return b, nil
 }
 
-// InstantiateStart validates the parameters before the infra driver creates
-// any resource (for VNFDs that bind instantiate_start to this driver).
-func (d *Driver) InstantiateStart(_ context.Context, op *driverapi.Op) error {
-	h, err := d.load(op)
-	if err != nil {
+// InstantiateStart checks the plan again before the infra driver creates
+// any resource (for VNFDs that bind instantiate_start to this driver): the
+// request was validated when it was accepted (ParseParams).
+func (d *Driver) InstantiateStart(ctx context.Context, op *driverapi.Op, p *Params) error {
+	if _, err := installScript(ctx, op.Package, p); err != nil {
 		return err
 	}
-	if h.p.ScriptPath != "" {
-		if _, err = h.script(); err != nil {
-			return err
-		}
-	}
-	if err := checkHAPlan(op.Flavour, h.p, op.Package); err != nil {
+	if err := checkHAPlan(ctx, op.Infra, op.Package, op.Flavour, p); err != nil {
 		return err
 	}
-	return checkLBPlan(op.Flavour, h.p, op.Package)
+	return checkLBPlan(ctx, op.Infra, op.Package, op.Flavour, p)
 }
 
 // InstantiateEnd installs the cluster and registers it as a Kubernetes VIM.
-func (d *Driver) InstantiateEnd(ctx context.Context, op *driverapi.Op) error {
-	h, err := d.load(op)
+func (d *Driver) InstantiateEnd(ctx context.Context, op *driverapi.Op, p *Params) error {
+	h, err := d.load(op, p)
 	if err != nil {
 		return err
 	}
@@ -257,7 +260,7 @@ func (h *hook) installCluster(ctx context.Context) error {
 	if err := h.needTopology(); err != nil {
 		return err
 	}
-	script, err := h.script()
+	script, err := h.script(ctx)
 	if err != nil {
 		return err
 	}
@@ -338,7 +341,7 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*mas
 		return nil, err
 	}
 	args := []string{"-m", masterIPs(h.topo.Masters), "-i", h.topo.EndpointIP, "-p", h.p.Master.PodCIDR, "-a", h.p.Master.ClusterCIDR,
-		"--api-port", strconv.Itoa(h.topo.EndpointPort), "--node-name", n.Name, "--node-ip", n.NodeIP,
+		"--api-port", strconv.Itoa(h.topo.EndpointPort), "--node-name", n.Name, "--node-ip", n.IP,
 		"--token-ttl", strconv.Itoa(int(h.p.JoinTokenTTL.Seconds())) + "s"}
 	if h.topo.EtcdEndpoint(h.p) != "" {
 		// etcd clients reach the members through the VIP: their server
@@ -422,8 +425,8 @@ func (h *hook) joinWorkers(ctx context.Context, ss *sessions, ms *session, worke
 		}
 		ss.addSecrets(tok)
 		defer h.d.deleteToken(context.WithoutCancel(ctx), ms, tok)
-		args := []string{"-w", n.NodeIP, "-i", h.topo.EndpointIP, "-t", tok, "-s", caHash,
-			"--api-port", strconv.Itoa(h.topo.EndpointPort), "--node-name", n.Name, "--node-ip", n.NodeIP}
+		args := []string{"-w", n.IP, "-i", h.topo.EndpointIP, "-t", tok, "-s", caHash,
+			"--api-port", strconv.Itoa(h.topo.EndpointPort), "--node-name", n.Name, "--node-ip", n.IP}
 		r, err := h.d.runScript(ctx, ws, args, scriptEnv(h.p, h.topo), append(proxySecrets(h.p), tok), note)
 		if err != nil {
 			return nil, err
@@ -529,13 +532,14 @@ func ours(c model.VimConnectionInfo, name string) bool {
 	return m == "mgmtdrivers/"+Name && (name == "" || n == name)
 }
 
-// removeVim deletes the cluster's VIM and its vimConnectionInfo entry.
-func (d *Driver) removeVim(ctx context.Context, op *driverapi.Op, name string) error {
+// vimNames are the cluster VIMs of the instance: name (the parameters') and
+// those its vimConnectionInfo entries of this driver name.
+func vimNames(in *model.VnfInstance, name string) []string {
 	names := []string{}
 	if name != "" {
 		names = append(names, name)
 	}
-	for _, c := range op.Instance.VimConnectionInfo {
+	for _, c := range in.VimConnectionInfo {
 		if ours(c, "") {
 			if n, _ := c.Extra["vimName"].(string); n != "" && !slices.Contains(names, n) {
 				names = append(names, n)
@@ -543,9 +547,14 @@ func (d *Driver) removeVim(ctx context.Context, op *driverapi.Op, name string) e
 		}
 	}
 	if len(names) == 0 {
-		names = append(names, "kubernetes_vim_"+op.Instance.ID)
+		names = append(names, "kubernetes_vim_"+in.ID)
 	}
-	for _, n := range names {
+	return names
+}
+
+// removeVim deletes the cluster's VIM and its vimConnectionInfo entry.
+func (d *Driver) removeVim(ctx context.Context, op *driverapi.Op, name string) error {
+	for _, n := range vimNames(op.Instance, name) {
 		if op.Vims == nil {
 			return errors.New("no VIM registry: cannot remove the cluster's VIM")
 		}
@@ -557,30 +566,21 @@ func (d *Driver) removeVim(ctx context.Context, op *driverapi.Op, name string) e
 	return nil
 }
 
-// vimNameOf is the VIM name from the parameters, tolerating an instance
-// whose parameters are gone.
-func (d *Driver) vimNameOf(op *driverapi.Op) string {
-	if h, err := d.load(op); err == nil {
-		return h.p.VimName
-	}
-	return ""
-}
-
 // TerminateEnd removes the cluster's VIM and its vimConnectionInfo entry
 // (the VMs are gone; nothing runs on them).
-func (d *Driver) TerminateEnd(ctx context.Context, op *driverapi.Op) error {
-	return d.removeVim(ctx, op, d.vimNameOf(op))
+func (d *Driver) TerminateEnd(ctx context.Context, op *driverapi.Op, p *Params) error {
+	return d.removeVim(ctx, op, p.VimName)
 }
 
 // ScaleStart drains and removes the scale-in victims (the VNFCs the infra
-// driver removes next: openstack.ScaleInVictims) from the cluster and from
-// the other nodes' /etc/hosts. For a scale-out it only checks the request.
-func (d *Driver) ScaleStart(ctx context.Context, op *driverapi.Op) error {
-	req, ok := op.Request.(*model.ScaleVnfRequest)
-	if !ok {
-		return fmt.Errorf("scale_start: unexpected request %T", op.Request)
+// driver removes next: op.Victims) from the cluster and from the other
+// nodes' /etc/hosts. For a scale-out it only checks the request.
+func (d *Driver) ScaleStart(ctx context.Context, op *driverapi.Op, p *Params) error {
+	req := op.Request.Scale
+	if req == nil {
+		return errors.New("scale_start: the operation has no ScaleVnfRequest")
 	}
-	h, err := d.load(op)
+	h, err := d.load(op, p)
 	if err != nil {
 		return err
 	}
@@ -647,12 +647,8 @@ func (h *hook) removeNodes(ctx context.Context, ms *session, victims []*Node) er
 
 // victims are the worker nodes a SCALE_IN removes.
 func (h *hook) victims() ([]*Node, error) {
-	ids, err := openstack.ScaleInVictims(h.op)
-	if err != nil {
-		return nil, err
-	}
 	var out []*Node
-	for _, id := range ids {
+	for _, id := range h.op.Victims {
 		n := h.topo.ByVnfc(id)
 		if n == nil {
 			continue // not a Kubernetes node
@@ -667,19 +663,23 @@ func (h *hook) victims() ([]*Node, error) {
 
 // checkAspect refuses aspects that scale the masters' VDU.
 func (h *hook) checkAspect(aspectID string) error {
-	if h.op.Flavour == nil {
+	return checkAspect(h.op.Flavour, h.topo, h.p, aspectID)
+}
+
+func checkAspect(fl *model.Flavour, topo *Topology, p *Params, aspectID string) error {
+	if fl == nil {
 		return nil
 	}
-	a := h.op.Flavour.ScalingAspects[aspectID]
+	a := fl.ScalingAspects[aspectID]
 	if a == nil {
 		return nil
 	}
-	for _, m := range h.topo.Masters {
+	for _, m := range topo.Masters {
 		if _, ok := a.VduDeltas[m.VduID]; ok {
 			return fmt.Errorf("aspect %s scales the master VDU %s: scaling the control plane is not supported (an HA control plane keeps its odd number of masters; a failed master is healed); scale the workers' aspect", aspectID, m.VduID)
 		}
 	}
-	return checkLBAspect(a, aspectID, h.p)
+	return checkLBAspect(a, aspectID, p)
 }
 
 func vnfcIDs(ns []*Node) []string {
@@ -693,15 +693,15 @@ func vnfcIDs(ns []*Node) []string {
 // ScaleEnd joins the new workers of a SCALE_OUT in parallel and updates
 // /etc/hosts everywhere; after a SCALE_IN it forgets the removed servers'
 // host keys.
-func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op) error {
-	req, ok := op.Request.(*model.ScaleVnfRequest)
-	if !ok {
-		return fmt.Errorf("scale_end: unexpected request %T", op.Request)
+func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op, p *Params) error {
+	req := op.Request.Scale
+	if req == nil {
+		return errors.New("scale_end: the operation has no ScaleVnfRequest")
 	}
 	if req.Type == model.ScaleIn {
 		return d.forgetRemoved(ctx, op)
 	}
-	h, err := d.load(op)
+	h, err := d.load(op, p)
 	if err != nil {
 		return err
 	}
@@ -736,7 +736,7 @@ func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op) error {
 	if len(joining) == 0 {
 		return nil
 	}
-	script, err := h.script()
+	script, err := h.script(ctx)
 	if err != nil {
 		return err
 	}
@@ -796,12 +796,12 @@ func recordServers(op *driverapi.Op, key string, nodes []*Node) {
 // NotReady node is deleted without a drain); a heal of the whole VNF removes
 // the cluster's VIM (the cluster is rebuilt). Masters cannot be healed one
 // by one.
-func (d *Driver) HealStart(ctx context.Context, op *driverapi.Op) error {
-	req, ok := op.Request.(*model.HealVnfRequest)
-	if !ok {
-		return fmt.Errorf("heal_start: unexpected request %T", op.Request)
+func (d *Driver) HealStart(ctx context.Context, op *driverapi.Op, p *Params) error {
+	req := op.Request.Heal
+	if req == nil {
+		return errors.New("heal_start: the operation has no HealVnfRequest")
 	}
-	h, err := d.load(op)
+	h, err := d.load(op, p)
 	if err != nil {
 		return err
 	}
@@ -853,12 +853,12 @@ func (d *Driver) HealStart(ctx context.Context, op *driverapi.Op) error {
 // HealEnd joins the healed workers again (same node name and address, new
 // server and host key: pinned afresh, re-pinned if the server kept its id);
 // after an entire heal it installs the new cluster as instantiate_end does.
-func (d *Driver) HealEnd(ctx context.Context, op *driverapi.Op) error {
-	req, ok := op.Request.(*model.HealVnfRequest)
-	if !ok {
-		return fmt.Errorf("heal_end: unexpected request %T", op.Request)
+func (d *Driver) HealEnd(ctx context.Context, op *driverapi.Op, p *Params) error {
+	req := op.Request.Heal
+	if req == nil {
+		return errors.New("heal_end: the operation has no HealVnfRequest")
 	}
-	h, err := d.load(op)
+	h, err := d.load(op, p)
 	if err != nil {
 		return err
 	}
@@ -911,7 +911,7 @@ func (d *Driver) HealEnd(ctx context.Context, op *driverapi.Op) error {
 	if err := d.writeHostsAll(ctx, ss, targets, all); err != nil {
 		return err
 	}
-	script, err := h.script()
+	script, err := h.script(ctx)
 	if err != nil {
 		return err
 	}
@@ -949,16 +949,15 @@ func (d *Driver) forgetServers(ctx context.Context, h *hook, before map[string]s
 // Rollback undoes a hook of an operation being rolled back: the VIM of a
 // failed instantiate, the nodes a failed scale-out joined. (A scale-in is
 // not rolled back: the engine offers retry and fail only.)
-func (d *Driver) Rollback(ctx context.Context, hookName string, op *driverapi.Op) error {
+func (d *Driver) Rollback(ctx context.Context, hookName string, op *driverapi.Op, p *Params) error {
 	switch hookName {
 	case model.HookInstantiateEnd:
-		return d.removeVim(ctx, op, d.vimNameOf(op))
+		return d.removeVim(ctx, op, p.VimName)
 	case model.HookScaleEnd:
-		req, ok := op.Request.(*model.ScaleVnfRequest)
-		if !ok || req.Type != model.ScaleOut {
+		if !op.Request.ScaleOut() {
 			return nil
 		}
-		h, err := d.load(op)
+		h, err := d.load(op, p)
 		if err != nil || h.topo == nil {
 			return err
 		}
@@ -987,76 +986,132 @@ func (d *Driver) Rollback(ctx context.Context, hookName string, op *driverapi.Op
 	return nil
 }
 
-// ValidateRequest (mgmtdrivers.RequestValidator) refuses, at the API and
-// before an operation exists, an instantiate request with invalid
-// parameters and a VNFC heal of the master.
-func (d *Driver) ValidateRequest(_ context.Context, r mgmtdrivers.Request) error {
-	switch req := r.Body.(type) {
-	case *model.InstantiateVnfRequest:
-		p, err := ParseParams(req.AdditionalParams)
-		if err != nil {
-			return err
-		}
-		// An HA control plane's VNFD must keep an odd number >= 3 of masters.
-		if err := checkHAPlan(r.Flavour, p, nil); err != nil {
-			return err
-		}
-		return checkLBPlan(r.Flavour, p, nil)
-	case *model.HealVnfRequest:
-		if len(req.VnfcInstanceID) == 0 || r.Instance == nil || r.Instance.InstantiatedVnfInfo == nil {
-			return nil
-		}
-		info := r.Instance.InstantiatedVnfInfo
-		// The stored instance has its secrets sealed: only the node
-		// selection matters here.
-		p := selectionParams(info.AdditionalParams)
-		topo, err := Classify(info, r.Flavour, p)
-		if err != nil {
-			return nil // the hook reports it with the whole picture
-		}
-		if err := refuseLBHeal(info, p, req.VnfcInstanceID); err != nil {
-			return err
-		}
-		var masters []string
-		for _, id := range req.VnfcInstanceID {
-			if n := topo.ByVnfc(id); n != nil && n.Role == Master {
-				if !topo.HA() {
-					return fmt.Errorf("VNFC %s is the cluster's only master: it cannot be healed on its own; heal the entire VNF (no vnfcInstanceId: the cluster is rebuilt, its workloads are lost)", id)
-				}
-				masters = append(masters, n.Name)
+// ParseParams (mgmtdrivers.Typed) reads k8s_cluster_installation_param
+// once, when the request is accepted, and refuses what can be known then,
+// before anything is created or deleted: for an instantiation the
+// connection point names against the VNFD, the install script (present and
+// ours), the HA and load balancer plan; for a scale an aspect that scales
+// the control plane or the load balancers; for a heal the VNFCs that cannot
+// be healed one by one and a heal that would lose etcd quorum; for a
+// termination or an entire heal a cluster VIM other instances depend on.
+func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *Params) (*Params, error) {
+	var p *Params
+	var err error
+	switch {
+	case a.Request.Instantiate != nil:
+		p, err = ParseParams(a.Request.Instantiate.AdditionalParams)
+	case stored != nil:
+		cp := *stored
+		p = &cp
+	case a.Instance.InstantiatedVnfInfo != nil:
+		// Instantiated before the parameters were kept with the operation.
+		p, err = ParseParams(a.Instance.InstantiatedVnfInfo.AdditionalParams)
+	default:
+		return nil, errors.New("the VNF instance is not instantiated")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p.VimName == "" {
+		p.VimName = "kubernetes_vim_" + a.Instance.ID
+	}
+	if a.Request.Instantiate != nil {
+		return p, checkPlan(ctx, a, p)
+	}
+	p.Force = false
+	if err := p.Overrides(a.Request.AdditionalParams()); err != nil {
+		return nil, err
+	}
+	info := a.Instance.InstantiatedVnfInfo
+	var topo *Topology
+	if info != nil && len(info.VnfcResourceInfo) > 0 {
+		topo, _ = Classify(a.ComputeResources(), info.ExtCpInfo, a.Flavour, p) // the hooks report a failure with the whole picture
+	}
+	switch {
+	case a.Request.Scale != nil:
+		if a.Flavour != nil && topo != nil {
+			if err := checkAspect(a.Flavour, topo, p, a.Request.Scale.AspectID); err != nil {
+				return nil, err
 			}
 		}
-		// Healing more masters at once than etcd can lose is refused
-		// outright; heal_start checks the members' actual health.
-		if n := len(topo.Masters); len(masters) > (n-1)/2 && !forceRequested(req.AdditionalParams) {
-			return fmt.Errorf("healing %d of %d masters at once (%s) would lose etcd quorum (%d members must stay): heal at most %d at a time, or set additionalParams.force: true",
-				len(masters), n, strings.Join(masters, ", "), quorum(n), (n-1)/2)
+	case a.Request.Heal != nil:
+		if len(a.Request.Heal.VnfcInstanceID) == 0 {
+			return p, d.checkVimUsers(ctx, a, p)
 		}
+		if topo != nil {
+			if err := checkHeal(info, topo, p, a.Request.Heal.VnfcInstanceID); err != nil {
+				return nil, err
+			}
+		}
+	case a.Request.Terminate != nil:
+		return p, d.checkVimUsers(ctx, a, p)
+	}
+	return p, nil
+}
+
+// checkPlan validates an instantiation's parameters against the VNFD and
+// the package before anything exists.
+func checkPlan(ctx context.Context, a *driverapi.Accept, p *Params) error {
+	r := &kube.Reader{Docs: DocsURL}
+	kube.CheckNodeCPs(r, a.Flavour, root+".master_node", p.Master.NodeParams)
+	kube.CheckCP(r, a.Flavour, root+".master_node.cluster_cp_name", p.Master.ClusterCPName)
+	kube.CheckNodeCPs(r, a.Flavour, root+".worker_node", p.Worker.NodeParams)
+	if p.LB.Dedicated() {
+		kube.CheckNodeCPs(r, a.Flavour, root+".lb_node", p.LB.Node.NodeParams)
+	}
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if _, err := installScript(ctx, a.Package, p); err != nil {
+		return err
+	}
+	// An HA control plane's VNFD must keep an odd number >= 3 of masters.
+	if err := checkHAPlan(ctx, a.Infra, a.Package, a.Flavour, p); err != nil {
+		return err
+	}
+	return checkLBPlan(ctx, a.Infra, a.Package, a.Flavour, p)
+}
+
+// checkHeal refuses VNFC heals the driver cannot carry out: a load balancer,
+// the only master, more masters at once than etcd can lose (unless force).
+func checkHeal(info *model.InstantiatedVnfInfo, topo *Topology, p *Params, vnfcs []string) error {
+	if err := refuseLBHeal(info, p, vnfcs); err != nil {
+		return err
+	}
+	var masters []string
+	for _, id := range vnfcs {
+		if n := topo.ByVnfc(id); n != nil && n.Role == Master {
+			if !topo.HA() {
+				return fmt.Errorf("VNFC %s is the cluster's only master: it cannot be healed on its own; heal the entire VNF (no vnfcInstanceId: the cluster is rebuilt, its workloads are lost)", id)
+			}
+			masters = append(masters, n.Name)
+		}
+	}
+	// Healing more masters at once than etcd can lose is refused outright;
+	// heal_start checks the members' actual health.
+	if n := len(topo.Masters); len(masters) > (n-1)/2 && !p.Force {
+		return fmt.Errorf("healing %d of %d masters at once (%s) would lose etcd quorum (%d members must stay): heal at most %d at a time, or set additionalParams.force: true",
+			len(masters), n, strings.Join(masters, ", "), quorum(n), (n-1)/2)
 	}
 	return nil
 }
 
-// selectionParams reads only what selects the nodes (aspect_id, vdu_id,
-// CP names) from k8s_cluster_installation_param, without validating.
-func selectionParams(additional map[string]any) *Params {
-	p := &Params{}
-	top, _ := additional[ParamKey].(map[string]any)
-	read := func(key string, np *NodeParams) {
-		m, _ := top[key].(map[string]any)
-		s := func(k string) string { v, _ := m[k].(string); return strings.TrimSpace(v) }
-		np.AspectID, np.VduID, np.SSHCPName, np.NICCPName, np.ClusterCPName = s("aspect_id"), s("vdu_id"), s("ssh_cp_name"), s("nic_cp_name"), s("cluster_cp_name")
-		if np.NICCPName == "" {
-			np.NICCPName = np.SSHCPName
+// checkVimUsers refuses to remove the cluster's VIM (terminate, entire
+// heal) while other instances or operations refer to it: they would be
+// left with a VIM that is gone, and the VMs would be deleted before the
+// removal failed.
+func (d *Driver) checkVimUsers(ctx context.Context, a *driverapi.Accept, p *Params) error {
+	if a.Vims == nil {
+		return nil
+	}
+	for _, name := range vimNames(a.Instance, p.VimName) {
+		users, err := a.Vims.VimUsers(ctx, name, a.Instance.ID)
+		if err != nil {
+			return err
+		}
+		if len(users) > 0 {
+			return fmt.Errorf("the cluster's Kubernetes VIM %s is in use by %s: this operation removes it (the cluster is deleted or rebuilt); terminate those first, or give them another VIM", name, strings.Join(users, ", "))
 		}
 	}
-	read("master_node", &p.Master)
-	read("worker_node", &p.Worker)
-	ha, _ := top["ha"].(map[string]any)
-	p.LB.Topology, _ = ha["lb_topology"].(string)
-	p.LB.VduID, _ = ha["lb_vdu_id"].(string)
-	if lbn, _ := top["lb_node"].(map[string]any); p.LB.VduID == "" && lbn != nil {
-		p.LB.VduID, _ = lbn["vdu_id"].(string)
-	}
-	read("lb_node", &p.LB.Node)
-	return p
+	return nil
 }

@@ -75,7 +75,7 @@ func (v *etcdView) unhealthy() []string {
 
 // member finds the member of a node by name or peer URL.
 func (v *etcdView) member(n *Node) (etcdMember, bool) {
-	peer := etcdPeerURL(n.NodeIP)
+	peer := etcdPeerURL(n.IP)
 	for _, m := range v.Members {
 		if m.Name == n.Name || slices.Contains(m.PeerURLs, peer) {
 			return m, true
@@ -100,7 +100,7 @@ func (d *Driver) etcdctl(ctx context.Context, s *session, args ...string) (remot
 func (d *Driver) etcdState(ctx context.Context, s *session, masters []*Node) (*etcdView, error) {
 	var eps []string
 	for _, m := range masters {
-		eps = append(eps, etcdClientURL(m.NodeIP))
+		eps = append(eps, etcdClientURL(m.IP))
 	}
 	if s.node != nil {
 		eps = append([]string{"https://127.0.0.1:2379"}, eps...)

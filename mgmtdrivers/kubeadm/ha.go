@@ -137,7 +137,7 @@ func (h *hook) vrrpSecret(ctx context.Context, ss *sessions, masters []*Node) (s
 func lbMembers(masters []*Node) []lbMember {
 	out := make([]lbMember, 0, len(masters))
 	for _, m := range masters {
-		out = append(out, lbMember{Name: m.Name, IP: m.NodeIP})
+		out = append(out, lbMember{Name: m.Name, IP: m.IP})
 	}
 	return out
 }
@@ -173,7 +173,7 @@ func (h *hook) configureLB(ctx context.Context, ss *sessions, targets, backends,
 	var peers []string
 	if h.p.HA.Unicast {
 		for _, m := range order {
-			peers = append(peers, m.NodeIP)
+			peers = append(peers, m.IP)
 		}
 	}
 	var mu sync.Mutex
@@ -202,7 +202,7 @@ func (h *hook) configureLB(ctx context.Context, ss *sessions, targets, backends,
 			if err != nil {
 				return err
 			}
-			iface, vip, err := vrrpPlacement(addrs, n.NodeIP, h.topo.VIP, h.p.HA.Interface)
+			iface, vip, err := vrrpPlacement(addrs, n.IP, h.topo.VIP, h.p.HA.Interface)
 			if err != nil {
 				return fmt.Errorf("keepalived on %s: %w", n.Name, err)
 			}
@@ -210,7 +210,7 @@ func (h *hook) configureLB(ctx context.Context, ss *sessions, targets, backends,
 			r.Interface, r.Priority = iface, priorityOf(idx, len(order))
 			kcfg := keepalivedConfig(vrrpConfig{ClusterID: h.op.Instance.ID, VRID: h.p.vrid(h.op.Instance.ID), VIP: vip, Secret: secret,
 				AdvertInt: h.p.HA.AdvertInt, LBPort: h.p.HA.LBPort, Peers: peers},
-				vrrpNode{Name: n.Name, IP: n.NodeIP, Interface: iface, Priority: r.Priority, Master: idx == 0})
+				vrrpNode{Name: n.Name, IP: n.IP, Interface: iface, Priority: r.Priority, Master: idx == 0})
 			if err := h.d.uploadStaged(ctx, s, stagedKeepalived, kcfg, 0o600); err != nil {
 				return err
 			}

@@ -4,12 +4,14 @@ import (
 	"crypto/rand"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/big"
 	"net/netip"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
 )
 
 // Defaults of the HA control plane.
@@ -48,22 +50,22 @@ const (
 type HAParams struct {
 	// LBPort is HAProxy's frontend port on the VIP (ha.lb_port, default
 	// 16443; not 6443, which the API servers use on the same hosts).
-	LBPort int
+	LBPort int `json:"lb_port"`
 	// VirtualRouterID is keepalived's virtual_router_id (ha.virtual_router_id,
 	// 1..255); 0: derived from the VNF instance id (VRID).
-	VirtualRouterID int
+	VirtualRouterID int `json:"virtual_router_id,omitempty"`
 	// Interface is the VRRP interface (ha.vrrp_interface); empty: the
 	// interface holding the node address, found on each master.
-	Interface string
+	Interface string `json:"vrrp_interface,omitempty"`
 	// Unicast sends VRRP adverts to the other masters instead of the VRRP
 	// multicast group (ha.vrrp_unicast), for networks without multicast.
-	Unicast bool
+	Unicast bool `json:"vrrp_unicast,omitempty"`
 	// AdvertInt is the advertisement interval in seconds (ha.vrrp_advert_int,
 	// 1..10, default 1). Failover takes about 2-3 intervals.
-	AdvertInt int
+	AdvertInt int `json:"vrrp_advert_int"`
 	// EtcdLBPort is HAProxy's etcd frontend port on the VIP (ha.etcd_lb_port,
 	// default 12379); 0: no etcd frontend.
-	EtcdLBPort int
+	EtcdLBPort int `json:"etcd_lb_port"`
 }
 
 var haKeys = []string{"lb_port", "virtual_router_id", "vrrp_interface", "vrrp_unicast", "vrrp_advert_int", "lb_topology", "lb_vdu_id", "etcd_lb_port"}
@@ -74,88 +76,56 @@ var masterPorts = []int{APIPort, EtcdClientPort, 2380, 10250, 10257, 10259}
 
 var ifaceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$`)
 
-func haParams(c *checker, key string, raw any) HAParams {
+func haParams(o *kube.Obj) HAParams {
 	h := HAParams{LBPort: DefaultLBPort, AdvertInt: DefaultAdvertInt, EtcdLBPort: DefaultEtcdLBPort}
-	if raw == nil {
+	if o == nil {
 		return h
 	}
-	m, ok := raw.(map[string]any)
-	if !ok {
-		c.addf(key, "must be an object, not %s", jsonType(raw))
-		return h
-	}
-	unknownKeys(c, key, m, haKeys, nil, "")
-	if v, ok := m["lb_port"]; ok && v != nil {
-		if n, ok := integer(c, key+".lb_port", v); ok {
-			switch {
-			case n < 1 || n > 65535:
-				c.addf(key+".lb_port", "%d is not a TCP port", n)
-			case slices.Contains(masterPorts, n):
-				c.addf(key+".lb_port", "%d is used by Kubernetes on the masters (API server 6443, etcd 2379/2380, kubelet 10250, controller-manager 10257, scheduler 10259); HAProxy runs beside them: pick another port such as 16443", n)
-			default:
-				h.LBPort = n
-			}
+	o.Keys(haKeys, nil)
+	if n, ok := o.Int("lb_port", math.MinInt32, math.MaxInt32); ok {
+		if n < 1 || n > 65535 {
+			o.Addf("lb_port", "%d is not a TCP port", n)
+		} else if slices.Contains(masterPorts, n) {
+			o.Addf("lb_port", "%d is used by Kubernetes on the masters (API server 6443, etcd 2379/2380, kubelet 10250, controller-manager 10257, scheduler 10259); HAProxy runs beside them: pick another port such as 16443", n)
+		} else {
+			h.LBPort = n
 		}
 	}
-	if v, ok := m["virtual_router_id"]; ok && v != nil {
-		if n, ok := integer(c, key+".virtual_router_id", v); ok {
-			if n < 1 || n > 255 {
-				c.addf(key+".virtual_router_id", "%d is out of VRRP's range 1..255", n)
-			} else {
-				h.VirtualRouterID = n
-			}
+	if n, ok := o.Int("virtual_router_id", math.MinInt32, math.MaxInt32); ok {
+		if n < 1 || n > 255 {
+			o.Addf("virtual_router_id", "%d is out of VRRP's range 1..255", n)
+		} else {
+			h.VirtualRouterID = n
 		}
 	}
-	h.Interface = str(c, key+".vrrp_interface", m["vrrp_interface"])
+	h.Interface = o.String("vrrp_interface", false)
 	if h.Interface != "" && !ifaceRE.MatchString(h.Interface) {
-		c.addf(key+".vrrp_interface", "%q is not a network interface name", h.Interface)
+		o.Addf("vrrp_interface", "%q is not a network interface name", h.Interface)
 	}
-	if v, ok := m["vrrp_unicast"]; ok && v != nil {
-		switch t := v.(type) {
-		case bool:
-			h.Unicast = t
-		case string:
-			b, err := strconv.ParseBool(strings.TrimSpace(t))
-			if err != nil {
-				c.addf(key+".vrrp_unicast", "%q is not a boolean", t)
-			}
-			h.Unicast = b
-		default:
-			c.addf(key+".vrrp_unicast", "must be a boolean, not %s", jsonType(v))
+	h.Unicast = o.Bool("vrrp_unicast")
+	if n, ok := o.Int("etcd_lb_port", math.MinInt32, math.MaxInt32); ok {
+		if n < 0 || n > 65535 {
+			o.Addf("etcd_lb_port", "%d is not a TCP port (0: no etcd frontend)", n)
+		} else {
+			h.EtcdLBPort = n
 		}
 	}
-	if v, ok := m["etcd_lb_port"]; ok && v != nil {
-		if n, ok := integer(c, key+".etcd_lb_port", v); ok {
-			switch {
-			case n < 0 || n > 65535:
-				c.addf(key+".etcd_lb_port", "%d is not a TCP port (0: no etcd frontend)", n)
-			default:
-				h.EtcdLBPort = n
-			}
-		}
-	}
-	if v, ok := m["vrrp_advert_int"]; ok && v != nil {
-		if n, ok := integer(c, key+".vrrp_advert_int", v); ok {
-			if n < 1 || n > 10 {
-				c.addf(key+".vrrp_advert_int", "%d is out of range 1..10 (seconds)", n)
-			} else {
-				h.AdvertInt = n
-			}
-		}
+	if n, ok := o.Int("vrrp_advert_int", 1, 10); ok {
+		h.AdvertInt = n
 	}
 	return h
 }
 
 // checkEtcdLBPort checks the etcd frontend's port against the topology:
 // beside Kubernetes on the masters (colocated) it must not be one of theirs.
-func checkEtcdLBPort(c *checker, p *Params) {
+func checkEtcdLBPort(ha, top *kube.Obj, p *Params) {
 	n := p.HA.EtcdLBPort
 	switch {
 	case n == 0:
 	case n == p.HA.LBPort:
-		c.addf(ParamKey+".ha.etcd_lb_port", "%d is also ha.lb_port, the Kubernetes API frontend: pick another port such as %d", n, DefaultEtcdLBPort)
+		top.Addf("ha.etcd_lb_port", "%d is also ha.lb_port, the Kubernetes API frontend: pick another port such as %d", n, DefaultEtcdLBPort)
 	case !p.LB.Dedicated() && slices.Contains(masterPorts, n):
-		c.addf(ParamKey+".ha.etcd_lb_port", "%d is used by Kubernetes on the masters, where HAProxy runs with ha.lb_topology colocated: pick another port such as %d (0: no etcd frontend)", n, DefaultEtcdLBPort)
+		top.Addf("ha.etcd_lb_port", "%d is used by Kubernetes on the masters, where HAProxy runs with ha.lb_topology colocated: pick another port such as %d (0: no etcd frontend)", n, DefaultEtcdLBPort)
 	}
 }
 

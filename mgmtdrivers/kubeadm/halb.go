@@ -9,6 +9,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
 )
 
 // Load balancer topologies of an HA control plane (ha.lb_topology).
@@ -27,58 +28,59 @@ const (
 // LBParams select the load balancers of an HA control plane.
 type LBParams struct {
 	// Topology is colocated (default) or dedicated.
-	Topology string
+	Topology string `json:"lb_topology"`
 	// VduID is the load balancers' VDU (ha.lb_vdu_id, or lb_node.vdu_id).
-	VduID string
+	VduID string `json:"lb_vdu_id,omitempty"`
 	// Node is lb_node: the CPs and the login of the load-balancer VNFCs
 	// (dedicated only).
-	Node NodeParams
+	Node NodeParams `json:"lb_node"`
 }
 
 // Dedicated reports whether HAProxy and keepalived run on VNFCs of their own.
 func (l LBParams) Dedicated() bool { return l.Topology == LBDedicated }
 
 // lbParams reads ha.lb_topology, ha.lb_vdu_id and lb_node from
-// k8s_cluster_installation_param (m).
-func lbParams(c *checker, m map[string]any, p *Params) LBParams {
+// k8s_cluster_installation_param (top; ha its ha object).
+func lbParams(top, ha *kube.Obj, p *Params) LBParams {
 	l := LBParams{Topology: LBColocated}
-	ha, _ := m["ha"].(map[string]any) // haParams reports a non-object
-	hk := ParamKey + ".ha"
-	if t := str(c, hk+".lb_topology", ha["lb_topology"]); t != "" {
+	if t := ha.String("lb_topology", false); t != "" {
 		switch t {
 		case LBColocated, LBDedicated:
 			l.Topology = t
 		default:
-			c.addf(hk+".lb_topology", "%q is not a load balancer topology: colocated (HAProxy and keepalived on the masters) or dedicated (on the VDU ha.lb_vdu_id)", t)
+			ha.Addf("lb_topology", "%q is not a load balancer topology: colocated (HAProxy and keepalived on the masters) or dedicated (on the VDU ha.lb_vdu_id)", t)
 		}
 	}
-	l.VduID = str(c, hk+".lb_vdu_id", ha["lb_vdu_id"])
-	raw, hasNode := m["lb_node"]
+	l.VduID = ha.String("lb_vdu_id", false)
+	hasNode := top.Has("lb_node")
 	if !l.Dedicated() {
 		if l.VduID != "" {
-			c.addf(hk+".lb_vdu_id", "is used only with ha.lb_topology dedicated")
+			ha.Addf("lb_vdu_id", "is used only with ha.lb_topology dedicated")
 		}
-		if hasNode && raw != nil {
-			c.addf(ParamKey+".lb_node", "is used only with ha.lb_topology dedicated")
+		if hasNode {
+			top.Addf("lb_node", "is used only with ha.lb_topology dedicated")
 		}
 		return l
 	}
-	nk := ParamKey + ".lb_node"
-	if raw == nil {
-		c.addf(nk, "is required with ha.lb_topology dedicated: ssh_cp_name (and nic_cp_name), username and password or ssh_private_key of the load-balancer VNFCs")
+	if !hasNode {
+		top.Addf("lb_node", "is required with ha.lb_topology dedicated: ssh_cp_name (and nic_cp_name), username and password or ssh_private_key of the load-balancer VNFCs")
 		return l
 	}
-	l.Node = nodeParams(c, nk, raw, false)
+	n := top.Child("lb_node", false)
+	if n == nil {
+		return l
+	}
+	l.Node = readNode(n, false)
 	if l.Node.AspectID != "" {
-		c.addf(nk+".aspect_id", "is not used: the load balancers are selected by ha.lb_vdu_id (or lb_node.vdu_id)")
+		n.Addf("aspect_id", "is not used: the load balancers are selected by ha.lb_vdu_id (or lb_node.vdu_id)")
 	}
 	switch {
 	case l.VduID == "" && l.Node.VduID == "":
-		c.addf(hk+".lb_vdu_id", "is required with ha.lb_topology dedicated: the VDU of the load-balancer VNFCs")
+		top.Addf("ha.lb_vdu_id", "is required with ha.lb_topology dedicated: the VDU of the load-balancer VNFCs")
 	case l.VduID == "":
 		l.VduID = l.Node.VduID
 	case l.Node.VduID != "" && l.Node.VduID != l.VduID:
-		c.addf(nk+".vdu_id", "%q differs from ha.lb_vdu_id %q", l.Node.VduID, l.VduID)
+		n.Addf("vdu_id", "%q differs from ha.lb_vdu_id %q", l.Node.VduID, l.VduID)
 	}
 	l.Node.VduID = l.VduID
 	if l.VduID != "" {
@@ -87,12 +89,12 @@ func lbParams(c *checker, m map[string]any, p *Params) LBParams {
 			np   NodeParams
 		}{{"master_node", p.Master}, {"worker_node", p.Worker}} {
 			if r.np.VduID == l.VduID {
-				c.addf(hk+".lb_vdu_id", "%s is also %s.vdu_id: the load balancers need a VDU of their own", l.VduID, r.name)
+				top.Addf("ha.lb_vdu_id", "%s is also %s.vdu_id: the load balancers need a VDU of their own", l.VduID, r.name)
 			}
 		}
 	}
 	if l.Node.SSHCPName != "" && (l.Node.SSHCPName == p.Master.SSHCPName || l.Node.NICCPName == p.Master.NICCPName) {
-		c.addf(nk+".nic_cp_name", "%s is a port of the masters: give the load-balancer VDU's own port", l.Node.NICCPName)
+		n.Addf("nic_cp_name", "%s is a port of the masters: give the load-balancer VDU's own port", l.Node.NICCPName)
 	}
 	return l
 }
@@ -102,7 +104,7 @@ func lbParams(c *checker, m map[string]any, p *Params) LBParams {
 // LB VDU exists with at least MinLBNodes instances and its port, the VipCp
 // targets that port and the Heat templates let the VIP through it
 // (allowed_address_pairs). Nil for the colocated topology.
-func checkLBPlan(fl *model.Flavour, p *Params, pkg driverapi.Package) error {
+func checkLBPlan(ctx context.Context, infra driverapi.Infra, pkg driverapi.Package, fl *model.Flavour, p *Params) error {
 	if !p.LB.Dedicated() {
 		return nil
 	}
@@ -134,7 +136,7 @@ func checkLBPlan(fl *model.Flavour, p *Params, pkg driverapi.Package) error {
 		if vc := fl.VipCPs[cp]; vc != nil && len(vc.Targets) > 0 && !slices.Contains(vc.Targets, nic) {
 			problems = append(problems, fmt.Sprintf("the VipCp %s targets %s, not the load balancers' nic_cp_name %s", vc.ID, strings.Join(vc.Targets, ", "), nic))
 		}
-		if err := checkLBVIPAllowed(pkg, fl, p); err != nil {
+		if err := checkLBVIPAllowed(ctx, infra, pkg, fl, p); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}
@@ -144,17 +146,13 @@ func checkLBPlan(fl *model.Flavour, p *Params, pkg driverapi.Package) error {
 	return nil
 }
 
-// checkLBVIPAllowed checks that the load balancers' ports allow the VIP
-// (allowed_address_pairs) in the flavour's Heat templates.
-func checkLBVIPAllowed(pkg driverapi.Package, fl *model.Flavour, p *Params) error {
-	if pkg == nil || fl == nil {
+// checkLBVIPAllowed asks the infra driver whether the load balancers'
+// ports let the VIP through.
+func checkLBVIPAllowed(ctx context.Context, infra driverapi.Infra, pkg driverapi.Package, fl *model.Flavour, p *Params) error {
+	if infra == nil || fl == nil {
 		return nil
 	}
-	top, raw, files, err := pkg.HeatTemplate(fl.ID)
-	if err != nil || len(raw) == 0 {
-		return nil
-	}
-	if err := checkHOTAllowsVIP(top, raw, files, p.LB.Node.NICCPName, p.Master.ClusterCPName, ""); err != nil {
+	if err := infra.CheckVIP(ctx, driverapi.VIPCheck{Package: pkg, Flavour: fl, PortCpd: p.LB.Node.NICCPName, VipCpd: p.Master.ClusterCPName}); err != nil {
 		return fmt.Errorf("load-balancer ports: %w", err)
 	}
 	return nil
@@ -212,28 +210,6 @@ func dedicatedLBConfigs(instanceID string, p *Params, secret string, masters []l
 }
 
 // lbNodes finds the dedicated load balancers: the VNFCs of ha.lb_vdu_id,
-// in a stable (name) order; the first gets the highest VRRP priority.
-func lbNodes(info *model.InstantiatedVnfInfo, p *Params) ([]*Node, error) {
-	var out []*Node
-	var problems []string
-	for i := range info.VnfcResourceInfo {
-		v := &info.VnfcResourceInfo[i]
-		if v.VduID != p.LB.VduID {
-			continue
-		}
-		n, err := newNode(v, LB, &p.LB.Node, "lb_node")
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		out = append(out, n)
-	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("cannot find the load balancers: %s", strings.Join(problems, "; "))
-	}
-	slices.SortFunc(out, func(a, b *Node) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
-}
 
 // checkLBTopology checks the dedicated load balancers found: behind a VIP,
 // at least MinLBNodes of them, none holding the VIP as its own address.
@@ -249,7 +225,7 @@ func checkLBTopology(t *Topology, p *Params) error {
 		problems = append(problems, fmt.Sprintf("%d load-balancer VNFC(s) of VDU %s (%s): dedicated load balancers need at least %d", len(t.LBs), p.LB.VduID, orNoneStr(sortedNames(t.LBs)), MinLBNodes))
 	}
 	for _, l := range t.LBs {
-		if t.VIP != "" && (l.NodeIP == t.VIP || l.SSHAddr == t.VIP) {
+		if t.VIP != "" && (l.IP == t.VIP || l.SSHAddr == t.VIP) {
 			problems = append(problems, fmt.Sprintf("the VIP %s is the address of load balancer %s", t.VIP, l.Name))
 		}
 	}
@@ -267,7 +243,7 @@ func refuseLBHeal(info *model.InstantiatedVnfInfo, p *Params, ids []string) erro
 		return nil
 	}
 	for _, id := range ids {
-		if v := vnfcByID(info, id); v != nil && v.VduID == p.LB.VduID {
+		if i := slices.IndexFunc(info.VnfcResourceInfo, func(v model.VnfcResourceInfo) bool { return v.ID == id }); i >= 0 && info.VnfcResourceInfo[i].VduID == p.LB.VduID {
 			return fmt.Errorf("VNFC %s is a dedicated load balancer (VDU %s): healing a load balancer on its own is not supported; the other load balancers keep the VIP; heal the entire VNF to rebuild it", id, p.LB.VduID)
 		}
 	}

@@ -1,14 +1,15 @@
 package kubeadm
 
 import (
+	"errors"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
-	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
 )
 
 func lbParamsMap(ha map[string]any, lbNode any) map[string]any {
@@ -82,28 +83,6 @@ func lbFlavour(minLBs int) *model.Flavour {
 	return fl
 }
 
-const lbTop = haTop + `  lb_instance:
-    type: OS::Heat::ResourceGroup
-    properties:
-      count: 2
-      resource_def:
-        type: lbNode.yaml
-        properties:
-          vip_port_ip: { get_attr: [ vip_CP, fixed_ips, 0, ip_address ] }
-`
-
-const lbNested = `heat_template_version: 2018-08-31
-parameters:
-  vip_port_ip: {type: string}
-resources:
-  lbNode_CP1:
-    type: OS::Neutron::Port
-    properties:
-      network: net0
-      allowed_address_pairs:
-        - ip_address: { get_param: vip_port_ip }
-`
-
 func dedicatedParams(t *testing.T) *Params {
 	t.Helper()
 	p, err := ParseParams(lbParamsMap(map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "lbNode"}, goodLBNode()))
@@ -116,18 +95,21 @@ func dedicatedParams(t *testing.T) *Params {
 // A valid dedicated topology passes; each invalid one is refused with what
 // is wrong.
 func TestCheckLBPlan(t *testing.T) {
-	if err := checkLBPlan(lbFlavour(2), haParamsFor(t, nil), nil); err != nil {
+	ctx := t.Context()
+	if err := checkLBPlan(ctx, nil, nil, lbFlavour(2), haParamsFor(t, nil)); err != nil {
 		t.Errorf("colocated: %v", err)
 	}
 	p := dedicatedParams(t)
-	files := map[string]string{"masterNode.yaml": strings.Replace(haNested, "PARAM", "vip_port_ip", 1), "lbNode.yaml": lbNested}
-	good := hotPackage{top: lbTop, files: files}
-	if err := checkLBPlan(lbFlavour(2), p, good); err != nil {
+	good := &testInfra{}
+	if err := checkLBPlan(ctx, good, nil, lbFlavour(2), p); err != nil {
 		t.Errorf("valid dedicated plan: %v", err)
 	}
+	if len(good.asked) != 1 || good.asked[0].PortCpd != "lbNode_CP1" || good.asked[0].VipCpd != "vip_CP" || good.asked[0].VIP != "" {
+		t.Errorf("asked the infra driver %+v, want the LBs' port and the VIP port", good.asked)
+	}
 	// The masters' ports need not allow the VIP then, nor be the VipCp's targets.
-	masterNoPairs := hotPackage{top: lbTop, files: map[string]string{"masterNode.yaml": strings.Replace(haNested, "PARAM", "other", 1), "lbNode.yaml": lbNested}}
-	if err := checkHAPlan(lbFlavour(2), p, masterNoPairs); err != nil {
+	masterNoPairs := &testInfra{refuse: map[string]error{"masterNode_CP1": errors.New("port masterNode_CP1 in masterNode.yaml does not allow the VIP")}}
+	if err := checkHAPlan(ctx, masterNoPairs, nil, lbFlavour(2), p); err != nil {
 		t.Errorf("checkHAPlan with dedicated LBs: %v", err)
 	}
 	// Masters selected by an aspect the flavour lacks: the VDU is not
@@ -140,14 +122,13 @@ func TestCheckLBPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkHAPlan(lbFlavour(2), byAspect, masterNoPairs); err != nil {
+	if err := checkHAPlan(ctx, masterNoPairs, nil, lbFlavour(2), byAspect); err != nil {
 		t.Errorf("checkHAPlan, masters by aspect, dedicated LBs: %v", err)
 	}
 
 	noVDU := haFlavour(3)
 	noVDU.VipCPs["vip_CP"].Targets = []string{"lbNode_CP1"}
-	noPairs := hotPackage{top: lbTop, files: map[string]string{"masterNode.yaml": files["masterNode.yaml"],
-		"lbNode.yaml": strings.Replace(lbNested, "      allowed_address_pairs:\n        - ip_address: { get_param: vip_port_ip }\n", "", 1)}}
+	noPairs := &testInfra{refuse: map[string]error{"lbNode_CP1": errors.New("port lbNode_CP1 in lbNode.yaml does not allow the VIP")}}
 	notVIP := lbFlavour(2)
 	notVIP.VipCPs = map[string]*model.VipCP{}
 	wrongTarget := lbFlavour(2)
@@ -155,7 +136,7 @@ func TestCheckLBPlan(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		fl   *model.Flavour
-		pkg  hotPackage
+		pkg  *testInfra
 		want string
 	}{
 		{"LB VDU missing", noVDU, good, "the load-balancer VDU lbNode (ha.lb_vdu_id) is not in flavour ha (VDUs: masterNode, workerNode)"},
@@ -164,16 +145,17 @@ func TestCheckLBPlan(t *testing.T) {
 		{"not behind a VIP", notVIP, good, "master_node.cluster_cp_name vip_CP must be a VIP port"},
 		{"VipCp targets the masters", wrongTarget, good, "the VipCp vip_CP targets masterNode_CP1, not the load balancers' nic_cp_name lbNode_CP1"},
 	} {
-		err := checkLBPlan(tc.fl, p, tc.pkg)
+		err := checkLBPlan(ctx, tc.pkg, nil, tc.fl, p)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	// ValidateRequest refuses it at the API, before any VM exists.
+	// ParseParams refuses it when the request is accepted, before any VM exists.
 	d := New(Options{})
 	req := &model.InstantiateVnfRequest{AdditionalParams: lbParamsMap(map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "lbNode"}, goodLBNode())}
-	if err := d.ValidateRequest(t.Context(), mgmtdrivers.Request{Operation: model.OpInstantiate, Flavour: lbFlavour(1), Body: req}); err == nil || !strings.Contains(err.Error(), "min_number_of_instances 1") {
-		t.Errorf("ValidateRequest: %v", err)
+	if _, err := d.ParseParams(ctx, &driverapi.Accept{Operation: model.OpInstantiate, Flavour: lbFlavour(1), Instance: &model.VnfInstance{ID: "i"},
+		Request: driverapi.Request{Instantiate: req}, Infra: &testInfra{}}, nil); err == nil || !strings.Contains(err.Error(), "min_number_of_instances 1") {
+		t.Errorf("ParseParams: %v", err)
 	}
 }
 
@@ -246,11 +228,11 @@ func lbInfo(n int) *model.InstantiatedVnfInfo {
 
 func TestClassifyDedicatedLBs(t *testing.T) {
 	p := dedicatedParams(t)
-	topo, err := Classify(lbInfo(2), lbFlavour(2), p)
+	topo, err := classify(lbInfo(2), lbFlavour(2), p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := names(topo.LBs); !slices.Equal(got, []string{"lbnode-l1", "lbnode-l2"}) || topo.LBs[0].Role != LB || topo.LBs[0].NodeIP != "10.0.0.31" {
+	if got := names(topo.LBs); !slices.Equal(got, []string{"lbnode-l1", "lbnode-l2"}) || topo.LBs[0].Role != LB || topo.LBs[0].IP != "10.0.0.31" {
 		t.Errorf("LBs %v", got)
 	}
 	if len(topo.Masters) != 3 || len(topo.Workers) != 2 || topo.Endpoint() != "https://10.0.0.80:16443" {
@@ -265,26 +247,27 @@ func TestClassifyDedicatedLBs(t *testing.T) {
 	if err := checkLBTopology(topo, p); err != nil {
 		t.Errorf("checkLBTopology: %v", err)
 	}
-	if err := checkHA(topo, lbFlavour(2), p, nil); err != nil {
+	if err := checkHA(t.Context(), topo, &testInfra{}, nil, lbFlavour(2), p); err != nil {
 		t.Errorf("checkHA with dedicated LBs: %v", err)
 	}
-	one, err := Classify(lbInfo(1), lbFlavour(2), p)
+	one, err := classify(lbInfo(1), lbFlavour(2), p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := checkLBTopology(one, p); err == nil || !strings.Contains(err.Error(), "1 load-balancer VNFC(s) of VDU lbNode (lbnode-l1): dedicated load balancers need at least 2") {
 		t.Errorf("one LB: %v", err)
 	}
-	// A heal of an LB VNFC is refused, at the API too (selectionParams).
+	// A heal of an LB VNFC is refused, when the request is accepted too.
 	if err := refuseLBHeal(lbInfo(2), p, []string{"lbNode-l1"}); err == nil || !strings.Contains(err.Error(), "VNFC lbNode-l1 is a dedicated load balancer") {
 		t.Errorf("LB heal: %v", err)
 	}
 	if err := refuseLBHeal(lbInfo(2), p, []string{"masterNode-m1"}); err != nil {
 		t.Errorf("master heal: %v", err)
 	}
-	sel := selectionParams(lbParamsMap(map[string]any{"lb_topology": "dedicated", "lb_vdu_id": "lbNode"}, goodLBNode()))
-	if !sel.LB.Dedicated() || sel.LB.VduID != "lbNode" || sel.LB.Node.NICCPName != "lbNode_CP1" {
-		t.Errorf("selectionParams %+v", sel.LB)
+	in := &model.VnfInstance{ID: "i", InstantiatedVnfInfo: lbInfo(2)}
+	if _, err := New(Options{}).ParseParams(t.Context(), &driverapi.Accept{Operation: model.OpHeal, Instance: in, Flavour: lbFlavour(2), Infra: &testInfra{},
+		Request: driverapi.Request{Heal: &model.HealVnfRequest{VnfcInstanceID: []string{"lbNode-l1"}}}}, p); err == nil || !strings.Contains(err.Error(), "VNFC lbNode-l1 is a dedicated load balancer") {
+		t.Errorf("LB heal at accept: %v", err)
 	}
 }
 

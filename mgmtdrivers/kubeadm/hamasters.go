@@ -88,7 +88,7 @@ func reachable(ss *sessions, ns []*Node) []*Node {
 func masterIPs(ms []*Node) string {
 	var ips []string
 	for _, m := range ms {
-		ips = append(ips, m.NodeIP)
+		ips = append(ips, m.IP)
 	}
 	return strings.Join(ips, ",")
 }
@@ -217,7 +217,7 @@ func (h *hook) joinControlPlane(ctx context.Context, ss *sessions, ms *session, 
 	ss.addSecrets(tok)
 	defer h.d.deleteToken(context.WithoutCancel(ctx), ms, tok)
 	args := []string{"-m", masterIPs(h.topo.Masters), "-i", h.topo.EndpointIP, "-t", tok, "-s", caHash, "-k", key,
-		"--api-port", strconv.Itoa(h.topo.EndpointPort), "--control-plane-join", "--node-name", n.Name, "--node-ip", n.NodeIP}
+		"--api-port", strconv.Itoa(h.topo.EndpointPort), "--control-plane-join", "--node-name", n.Name, "--node-ip", n.IP}
 	r, err := h.d.runScript(ctx, s, args, scriptEnv(h.p, h.topo), append(proxySecrets(h.p), tok, key), note)
 	if err != nil {
 		return nil, err
@@ -279,18 +279,6 @@ func (h *hook) joinMasters(ctx context.Context, ss *sessions, ms *session, maste
 	return nil
 }
 
-// forceRequested reads additionalParams.force of a heal request.
-func forceRequested(additional map[string]any) bool {
-	switch v := additional["force"].(type) {
-	case bool:
-		return v
-	case string:
-		b, _ := strconv.ParseBool(strings.TrimSpace(v))
-		return b
-	}
-	return false
-}
-
 // healMastersStart is heal_start for masters of an HA control plane: the
 // quorum check first (nothing is changed when it fails), the VIP onto a
 // surviving master, the victims' etcd members removed (leadership moved off
@@ -298,7 +286,7 @@ func forceRequested(additional map[string]any) bool {
 // the surviving masters.
 func (h *hook) healMastersStart(ctx context.Context, victims, workers []*Node) error {
 	t := h.topo
-	force := forceRequested(h.op.AdditionalParams)
+	force := h.p.Force
 	survivors := t.Without(vnfcIDs(victims)...).Masters
 	ss, failed, err := h.d.connectSome(ctx, h, plansFor(h.p, t.Masters, false), deadMasterWait)
 	if err != nil {
@@ -401,7 +389,7 @@ func orNoneStr(s []string) string {
 // HAProxy on every master; then the etcd member list must be whole.
 func (h *hook) healMastersEnd(ctx context.Context, victims, workers []*Node, before map[string]serverAddr) error {
 	t := h.topo
-	force := forceRequested(h.op.AdditionalParams)
+	force := h.p.Force
 	var plans []kube.Plan
 	for _, p := range plansFor(h.p, append(slices.Clone(victims), workers...), true) {
 		if b, ok := before[p.Key]; ok && b.ServerID == p.ServerID && b.Addr == p.Addr {
@@ -419,7 +407,7 @@ func (h *hook) healMastersEnd(ctx context.Context, victims, workers []*Node, bef
 	if err := h.d.writeHostsAll(ctx, ss, targets, all); err != nil {
 		return err
 	}
-	script, err := h.script()
+	script, err := h.script(ctx)
 	if err != nil {
 		return err
 	}

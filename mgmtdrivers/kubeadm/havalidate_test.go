@@ -1,14 +1,15 @@
 package kubeadm
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
-	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
 )
 
 // haInfo: n masters (VNFC ids in reverse creation order), two workers and
@@ -58,7 +59,7 @@ func haFlavour(minMasters int) *model.Flavour {
 // The VIP port makes the control plane HA: the endpoint is HAProxy's port
 // on the VIP, masters are in a stable (name) order whatever their age.
 func TestClassifyHA(t *testing.T) {
-	topo, err := Classify(haInfo(3), haFlavour(3), haParamsFor(t, map[string]any{"lb_port": 6440}))
+	topo, err := classify(haInfo(3), haFlavour(3), haParamsFor(t, map[string]any{"lb_port": 6440}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestClassifyHA(t *testing.T) {
 	if w := topo.Without("masterNode-m1"); !w.HA() || len(w.Masters) != 2 {
 		t.Errorf("Without keeps the VIP: %+v", w)
 	}
-	if err := checkHA(topo, haFlavour(3), haParamsFor(t, nil), nil); err != nil {
+	if err := checkHA(t.Context(), topo, &testInfra{}, nil, haFlavour(3), haParamsFor(t, nil)); err != nil {
 		t.Errorf("checkHA of a good cluster: %v", err)
 	}
 }
@@ -82,11 +83,11 @@ func TestClassifyHA(t *testing.T) {
 func TestCheckHA(t *testing.T) {
 	p := haParamsFor(t, nil)
 	check := func(n, minMasters int) error {
-		topo, err := Classify(haInfo(n), haFlavour(minMasters), p)
+		topo, err := classify(haInfo(n), haFlavour(minMasters), p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return checkHA(topo, haFlavour(minMasters), p, nil)
+		return checkHA(t.Context(), topo, &testInfra{}, nil, haFlavour(minMasters), p)
 	}
 	for _, c := range []struct {
 		n, min int
@@ -108,13 +109,13 @@ func TestCheckHA(t *testing.T) {
 	// The VIP on a node, a VipCp not targeting the masters' port.
 	info := haInfo(3)
 	info.VnfcResourceInfo[4] = vnfcOf("workerNode-w2", "workerNode", "worker_instance", "srv-w2", map[string]string{"workerNode_CP1": "10.0.0.80"})
-	topo, err := Classify(info, haFlavour(3), p)
+	topo, err := classify(info, haFlavour(3), p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fl := haFlavour(3)
 	fl.VipCPs["vip_CP"].Targets = []string{"workerNode_CP1"}
-	err = checkHA(topo, fl, p, nil)
+	err = checkHA(t.Context(), topo, &testInfra{}, nil, fl, p)
 	for _, want := range []string{"the VIP 10.0.0.80 (cluster_cp_name vip_CP) is the address of node workernode-w2", "targets workerNode_CP1, not the masters' nic_cp_name masterNode_CP1"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v, want %q", err, want)
@@ -122,104 +123,34 @@ func TestCheckHA(t *testing.T) {
 	}
 }
 
-// hotPackage serves a flavour's Heat templates.
-type hotPackage struct {
-	top   string
-	files map[string]string
-}
-
-func (p hotPackage) ReadFile(string) ([]byte, error) { return nil, fmt.Errorf("no files") }
-func (p hotPackage) HeatTemplate(string) (string, []byte, map[string]string, error) {
-	return "BaseHOT/ha/top.hot.yaml", []byte(p.top), p.files, nil
-}
-
-const haTop = `heat_template_version: 2018-08-31
-resources:
-  vip_CP:
-    type: OS::Neutron::Port
-    properties:
-      network: net0
-  master_instance:
-    type: OS::Heat::AutoScalingGroup
-    properties:
-      min_size: 3
-      resource:
-        type: masterNode.yaml
-        properties:
-          vip_port_ip: { get_attr: [ vip_CP, fixed_ips, 0, ip_address ] }
-          other: foo
-`
-
-const haNested = `heat_template_version: 2018-08-31
-parameters:
-  vip_port_ip: {type: string}
-  other: {type: string}
-resources:
-  masterNode_CP1:
-    type: OS::Neutron::Port
-    properties:
-      network: net0
-      allowed_address_pairs:
-        - ip_address: { get_param: PARAM }
-`
-
-// The masters' port must allow the VIP: traced from the nested template's
-// parameter to the group that sets it to the VIP port's address.
-func TestCheckVIPAllowed(t *testing.T) {
+// The VIP check is the infra driver's (it knows the VIM's port security):
+// the driver asks it about the masters' port and the VIP port, and reports
+// its refusal in the plan.
+func TestCheckVIPAsksTheInfraDriver(t *testing.T) {
+	ctx := t.Context()
 	p := haParamsFor(t, nil)
 	fl := haFlavour(3)
-	ok := hotPackage{top: haTop, files: map[string]string{"masterNode.yaml": strings.Replace(haNested, "PARAM", "vip_port_ip", 1)}}
-	if err := checkVIPAllowed(ok, fl, p, "10.0.0.80"); err != nil {
-		t.Errorf("the sample's layout: %v", err)
+	ok := &testInfra{}
+	if err := checkVIPAllowed(ctx, ok, nil, fl, p, "10.0.0.80"); err != nil {
+		t.Errorf("allowed: %v", err)
 	}
-	wrongParam := hotPackage{top: haTop, files: map[string]string{"masterNode.yaml": strings.Replace(haNested, "PARAM", "other", 1)}}
-	noPairs := hotPackage{top: haTop, files: map[string]string{"masterNode.yaml": strings.Replace(haNested, "      allowed_address_pairs:\n        - ip_address: { get_param: PARAM }\n", "", 1)}}
-	for name, pkg := range map[string]hotPackage{"parameter set to something else": wrongParam, "no pairs": noPairs} {
-		err := checkVIPAllowed(pkg, fl, p, "10.0.0.80")
-		if err == nil || !strings.Contains(err.Error(), "port masterNode_CP1 in masterNode.yaml does not allow the VIP") || !strings.Contains(err.Error(), "get_attr: [vip_CP, fixed_ips, 0, ip_address]") {
-			t.Errorf("%s: %v", name, err)
-		}
+	if len(ok.asked) != 1 || ok.asked[0].PortCpd != "masterNode_CP1" || ok.asked[0].VipCpd != "vip_CP" || ok.asked[0].VIP != "10.0.0.80" || ok.asked[0].Flavour != fl {
+		t.Errorf("asked %+v", ok.asked)
 	}
-	literal := hotPackage{top: haTop, files: map[string]string{"masterNode.yaml": strings.Replace(haNested, "{ get_param: PARAM }", "10.0.0.0/24", 1)}}
-	if err := checkVIPAllowed(literal, fl, p, "10.0.0.80"); err != nil {
-		t.Errorf("a CIDR holding the VIP: %v", err)
-	}
-	if err := checkVIPAllowed(literal, fl, p, "10.9.0.80"); err == nil {
-		t.Error("a CIDR not holding the VIP was accepted")
-	}
-	noVipPort := hotPackage{top: strings.Replace(haTop, "vip_CP:\n    type: OS::Neutron::Port", "vip_CP:\n    type: OS::Heat::None", 1), files: ok.files}
-	if err := checkVIPAllowed(noVipPort, fl, p, ""); err == nil || !strings.Contains(err.Error(), "cluster_cp_name vip_CP is not an OS::Neutron::Port") {
-		t.Errorf("VIP not a port: %v", err)
-	}
-	// checkHAPlan (instantiate_start): the VDU's minimum and the HOT.
-	if err := checkHAPlan(fl, p, ok); err != nil {
+	noPairs := &testInfra{refuse: map[string]error{"masterNode_CP1": errors.New("port masterNode_CP1 in masterNode.yaml does not allow the VIP")}}
+	// checkHAPlan (accept, instantiate_start): the VDU's minimum and the VIP.
+	if err := checkHAPlan(ctx, ok, nil, fl, p); err != nil {
 		t.Errorf("plan: %v", err)
 	}
-	err := checkHAPlan(haFlavour(2), p, noPairs)
+	err := checkHAPlan(ctx, noPairs, nil, haFlavour(2), p)
 	for _, want := range []string{"the master VDU masterNode has vdu_profile min_number_of_instances 2", "does not allow the VIP"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("plan: %v, want %q", err, want)
 		}
 	}
 	single := sampleParams(t)
-	if err := checkHAPlan(haFlavour(1), single, noPairs); err != nil {
+	if err := checkHAPlan(ctx, noPairs, nil, haFlavour(1), single); err != nil {
 		t.Errorf("a single master's plan is no HA plan: %v", err)
-	}
-}
-
-// The sample package's HOT passes the check.
-func TestSampleHOTAllowsVIP(t *testing.T) {
-	read := func(p string) string {
-		b, err := readSample(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	pkg := hotPackage{top: read("BaseHOT/ha/kubeadm_ha_top.hot.yaml"), files: map[string]string{
-		"masterNode.yaml": read("BaseHOT/ha/nested/masterNode.yaml"), "workerNode.yaml": read("BaseHOT/ha/nested/workerNode.yaml")}}
-	if err := checkVIPAllowed(pkg, haFlavour(3), haParamsFor(t, nil), "10.77.61.80"); err != nil {
-		t.Error(err)
 	}
 }
 
@@ -227,7 +158,7 @@ func TestQuorum(t *testing.T) {
 	m := func(id uint64, name, ip string) etcdMember {
 		return etcdMember{ID: id, Name: name, PeerURLs: []string{etcdPeerURL(ip)}, ClientURLs: []string{etcdClientURL(ip)}}
 	}
-	nodes := []*Node{{Name: "m1", NodeIP: "10.0.0.11"}, {Name: "m2", NodeIP: "10.0.0.12"}, {Name: "m3", NodeIP: "10.0.0.13"}}
+	nodes := []*Node{{Name: "m1", IP: "10.0.0.11"}, {Name: "m2", IP: "10.0.0.12"}, {Name: "m3", IP: "10.0.0.13"}}
 	v := &etcdView{Members: []etcdMember{m(1, "m1", "10.0.0.11"), m(2, "m2", "10.0.0.12"), m(3, "", "10.0.0.13")}, Healthy: map[uint64]bool{2: true, 3: true}}
 	// m1 dead: healing it leaves 2 of 2 healthy, 2 of 3 while m1's replacement joins.
 	if ok, rem, h := quorumCheck(v, nodes[:1]); !ok || rem != 2 || h != 2 {
@@ -265,18 +196,16 @@ func TestQuorum(t *testing.T) {
 	}
 }
 
-// The API refuses healing more masters at once than etcd can lose, and
-// allows one master of an HA control plane.
-func TestValidateRequestHA(t *testing.T) {
+// Healing more masters at once than etcd can lose is refused when the
+// request is accepted; one master of an HA control plane is fine.
+func TestParseParamsHA(t *testing.T) {
 	d := New(Options{})
-	info := haInfo(3)
-	info.AdditionalParams = map[string]any{ParamKey: map[string]any{
-		"master_node": map[string]any{"aspect_id": "master_instance", "ssh_cp_name": "masterNode_CP1", "cluster_cp_name": "vip_CP", "username": "u", "password": "sealed:v1:x"},
-		"worker_node": map[string]any{"aspect_id": "worker_instance", "ssh_cp_name": "workerNode_CP1", "username": "u", "password": "sealed:v1:y"}}}
-	in := &model.VnfInstance{ID: "i", InstantiatedVnfInfo: info}
+	in := &model.VnfInstance{ID: "i", InstantiatedVnfInfo: haInfo(3)}
+	stored := haParamsFor(t, nil)
 	heal := func(extra map[string]any, ids ...string) error {
-		return d.ValidateRequest(t.Context(), mgmtdrivers.Request{Operation: model.OpHeal, Instance: in, Flavour: haFlavour(3),
-			Body: &model.HealVnfRequest{VnfcInstanceID: ids, AdditionalParams: extra}})
+		_, err := d.ParseParams(t.Context(), &driverapi.Accept{Operation: model.OpHeal, Instance: in, Flavour: haFlavour(3), Infra: &testInfra{},
+			Request: driverapi.Request{Heal: &model.HealVnfRequest{VnfcInstanceID: ids, AdditionalParams: extra}}}, stored)
+		return err
 	}
 	if err := heal(nil, "masterNode-m1"); err != nil {
 		t.Errorf("one master: %v", err)
@@ -289,10 +218,12 @@ func TestValidateRequestHA(t *testing.T) {
 	}
 	// Instantiate: a VIP with a master VDU that may shrink below 3 is refused.
 	inst := func(minMasters int) error {
-		return d.ValidateRequest(t.Context(), mgmtdrivers.Request{Operation: model.OpInstantiate, Flavour: haFlavour(minMasters),
-			Body: &model.InstantiateVnfRequest{FlavourID: "ha", AdditionalParams: map[string]any{ParamKey: map[string]any{
+		_, err := d.ParseParams(t.Context(), &driverapi.Accept{Operation: model.OpInstantiate, Flavour: haFlavour(minMasters), Infra: &testInfra{},
+			Instance: &model.VnfInstance{ID: "i"},
+			Request: driverapi.Request{Instantiate: &model.InstantiateVnfRequest{FlavourID: "ha", AdditionalParams: map[string]any{ParamKey: map[string]any{
 				"master_node": map[string]any{"aspect_id": "master_instance", "ssh_cp_name": "masterNode_CP1", "cluster_cp_name": "vip_CP", "username": "u", "password": "p"},
-				"worker_node": map[string]any{"aspect_id": "worker_instance", "ssh_cp_name": "workerNode_CP1", "username": "u", "password": "p"}}}}})
+				"worker_node": map[string]any{"aspect_id": "worker_instance", "ssh_cp_name": "workerNode_CP1", "username": "u", "password": "p"}}}}}}, nil)
+		return err
 	}
 	if err := inst(3); err != nil {
 		t.Errorf("instantiate with 3 masters: %v", err)

@@ -78,6 +78,8 @@ func (f *fakeVims) RegisterKubernetesVim(_ context.Context, v driverapi.Kubernet
 	return "vim-" + v.Name, nil
 }
 
+func (f *fakeVims) VimUsers(context.Context, string, string) ([]string, error) { return nil, nil }
+
 func (f *fakeVims) RemoveKubernetesVim(_ context.Context, name, _ string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -166,11 +168,16 @@ func TestInstantiateOnHostsWithKeysAndProxy(t *testing.T) {
 		}}}
 	pins := &remotetest.Pins{}
 	prog, vims := newProgress(), &fakeVims{vims: map[string]driverapi.KubernetesVim{}}
-	op := &driverapi.Op{ID: "op-1", Operation: model.OpInstantiate, Instance: inst, AdditionalParams: params,
+	d := New(Options{Pins: pins, Dial: hn.Dial, ConnectWait: time.Minute})
+	req := driverapi.Request{Instantiate: &model.InstantiateVnfRequest{FlavourID: "simple", AdditionalParams: params}}
+	p, err := d.ParseParams(ctx, &driverapi.Accept{Operation: model.OpInstantiate, Request: req, Instance: inst, Flavour: &model.Flavour{ID: "simple"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := &driverapi.Op{ID: "op-1", Operation: model.OpInstantiate, Instance: inst, Request: req, Infra: &testInfra{},
 		Flavour: &model.Flavour{ID: "simple"}, Vims: vims, Progress: prog, Scratch: map[string]json.RawMessage{},
 		ResourceChanges: &model.ResourceChanges{}, Log: slog.New(slog.NewTextHandler(testWriter{t}, nil)), CancelRequested: func() bool { return false }}
-	d := New(Options{Pins: pins, Dial: hn.Dial, ConnectWait: time.Minute})
-	if err := d.InstantiateEnd(ctx, op); err != nil {
+	if err := d.InstantiateEnd(ctx, op, p); err != nil {
 		t.Fatal(err)
 	}
 
@@ -217,7 +224,7 @@ func TestInstantiateOnHostsWithKeysAndProxy(t *testing.T) {
 		}
 	}
 	// A second run (a retry after a crash) re-joins nothing.
-	if err := d.InstantiateEnd(ctx, op); err != nil {
+	if err := d.InstantiateEnd(ctx, op, p); err != nil {
 		t.Fatal(err)
 	}
 	for n, runs := range prog.runs {
@@ -228,11 +235,10 @@ func TestInstantiateOnHostsWithKeysAndProxy(t *testing.T) {
 
 	// Rolling back a scale-out that added w2: its Node goes.
 	sop := *op
-	sop.Operation, sop.Request = model.OpScale, &model.ScaleVnfRequest{Type: model.ScaleOut, AspectID: "worker_instance"}
-	sop.AdditionalParams = nil
+	sop.Operation, sop.Request = model.OpScale, driverapi.Request{Scale: &model.ScaleVnfRequest{Type: model.ScaleOut, AspectID: "worker_instance"}}
 	sop.ResourceChanges = &model.ResourceChanges{AffectedVnfcs: []model.AffectedVnfc{{ID: "workerNode-w2", ChangeType: "ADDED"}}}
 	sop.RollingBack = true
-	if err := d.Rollback(ctx, model.HookScaleEnd, &sop); err != nil {
+	if err := d.Rollback(ctx, model.HookScaleEnd, &sop, p); err != nil {
 		t.Fatal(err)
 	}
 	out, err := m1.Exec(ctx, "kubectl", "--kubeconfig", "/etc/kubernetes/admin.conf", "get", "nodes", "-o", "name")
@@ -242,8 +248,8 @@ func TestInstantiateOnHostsWithKeysAndProxy(t *testing.T) {
 
 	// Terminate: the VIM and the entry go.
 	top := *op
-	top.Operation, top.Request = model.OpTerminate, &model.TerminateVnfRequest{TerminationType: "FORCEFUL"}
-	if err := d.TerminateEnd(ctx, &top); err != nil {
+	top.Operation, top.Request = model.OpTerminate, driverapi.Request{Terminate: &model.TerminateVnfRequest{TerminationType: "FORCEFUL"}}
+	if err := d.TerminateEnd(ctx, &top, p); err != nil {
 		t.Fatal(err)
 	}
 	if len(vims.vims) != 0 || len(inst.VimConnectionInfo) != 0 {
@@ -260,10 +266,13 @@ func TestInstantiateOnHostsWithKeysAndProxy(t *testing.T) {
 	_, other, _ := ed25519.GenerateKey(rand.Reader)
 	oblk, _ := ssh.MarshalPrivateKey(other, "other")
 	badParams[ParamKey].(map[string]any)["worker_node"].(map[string]any)["ssh_private_key"] = string(pem.EncodeToMemory(oblk))
-	bad.AdditionalParams = badParams
+	bp, err := ParseParams(badParams)
+	if err != nil {
+		t.Fatal(err)
+	}
 	bad.Instance = &model.VnfInstance{ID: "inst-1", InstantiatedVnfInfo: inst.InstantiatedVnfInfo}
 	bad.Progress = newProgress()
-	err = New(Options{Pins: pins, Dial: hn.Dial, ConnectWait: 3 * time.Second}).InstantiateEnd(ctx, &bad)
+	err = New(Options{Pins: pins, Dial: hn.Dial, ConnectWait: 3 * time.Second}).InstantiateEnd(ctx, &bad, bp)
 	var ae *remote.AuthError
 	if !errors.As(err, &ae) || !strings.Contains(err.Error(), `user "core"`) {
 		t.Errorf("wrong key: %v", err)

@@ -16,19 +16,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/k8sstandin"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
-	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
 )
 
 // vnfcOf builds a VNFC as the OpenStack driver reports it.
 func vnfcOf(id, vdu, group, server string, cps map[string]string) model.VnfcResourceInfo {
 	v := model.VnfcResourceInfo{ID: id, VduID: vdu,
 		ComputeResource: model.ResourceHandle{ResourceID: server, VimLevelResourceType: "OS::Nova::Server"},
-		Metadata:        map[string]any{openstack.MetaServerName: vdu, openstack.MetaFingerprints: []any{"SHA256:" + id}}}
+		Metadata:        map[string]any{"serverName": vdu, "sshHostKeyFingerprints": []any{"SHA256:" + id}}}
 	if group != "" {
-		v.Metadata[openstack.MetaScaleGroup] = group
+		v.Metadata["scaleGroup"] = group
 	}
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range cps {
@@ -83,7 +83,7 @@ func names(ns []*Node) []string {
 }
 
 func TestClassifyByAspect(t *testing.T) {
-	topo, err := Classify(sampleInfo(), sampleFlavour(), sampleParams(t))
+	topo, err := classify(sampleInfo(), sampleFlavour(), sampleParams(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,14 +91,14 @@ func TestClassifyByAspect(t *testing.T) {
 		t.Fatalf("masters %v workers %v", names(topo.Masters), names(topo.Workers))
 	}
 	m := topo.Masters[0]
-	if m.NodeIP != "10.0.0.10" || m.SSHAddr != "10.0.0.10" || m.ServerID != "srv-m" || m.VnfcID != "masterNode-aaaa" ||
+	if m.IP != "10.0.0.10" || m.SSHAddr != "10.0.0.10" || m.ServerID != "srv-m" || m.VnfcID != "masterNode-aaaa" ||
 		!slices.Equal(m.Fingerprints, []string{"SHA256:masterNode-aaaa"}) || m.Role != Master {
 		t.Errorf("master %+v", m)
 	}
 	if topo.EndpointIP != "10.0.0.10" || topo.Endpoint() != "https://10.0.0.10:6443" {
 		t.Errorf("endpoint %s %s", topo.EndpointIP, topo.Endpoint())
 	}
-	if n := topo.ByVnfc("workerNode-cccc"); n == nil || n.NodeIP != "10.0.0.12" {
+	if n := topo.ByVnfc("workerNode-cccc"); n == nil || n.IP != "10.0.0.12" {
 		t.Errorf("ByVnfc: %v", n)
 	}
 	rest := topo.Without("workerNode-bbbb")
@@ -112,11 +112,11 @@ func TestClassifyByAspect(t *testing.T) {
 func TestClassifyByAspectDeltasVduAndCP(t *testing.T) {
 	info := sampleInfo()
 	for i := range info.VnfcResourceInfo {
-		delete(info.VnfcResourceInfo[i].Metadata, openstack.MetaScaleGroup)
+		delete(info.VnfcResourceInfo[i].Metadata, "scaleGroup")
 	}
 	p := sampleParams(t)
 	p.Master.AspectID = "" // master by its CP
-	topo, err := Classify(info, sampleFlavour(), p)
+	topo, err := classify(info, sampleFlavour(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestClassifyByAspectDeltasVduAndCP(t *testing.T) {
 	p.Worker.AspectID, p.Worker.VduID = "", "workerNode"
 	p.Worker.SSHCPName = "storage_CP1" // would match the storage VNFC by CP
 	p.Worker.NICCPName = "workerNode_CP1"
-	if _, err := Classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), `ssh_cp_name "storage_CP1"`) {
+	if _, err := classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), `ssh_cp_name "storage_CP1"`) {
 		t.Fatalf("a worker without the ssh CP: %v", err)
 	}
 }
@@ -135,34 +135,34 @@ func TestClassifyByAspectDeltasVduAndCP(t *testing.T) {
 func TestClassifyErrors(t *testing.T) {
 	p := sampleParams(t)
 	p.Worker.AspectID = "master_instance"
-	if _, err := Classify(sampleInfo(), sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "matches both master_node and worker_node") {
+	if _, err := classify(sampleInfo(), sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "matches both master_node and worker_node") {
 		t.Errorf("overlap: %v", err)
 	}
 	p = sampleParams(t)
 	p.Master.AspectID = "nope"
-	if _, err := Classify(sampleInfo(), sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "no VNFC matches") || !strings.Contains(err.Error(), `group "master_instance"`) {
+	if _, err := classify(sampleInfo(), sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "no VNFC matches") || !strings.Contains(err.Error(), `group "master_instance"`) {
 		t.Errorf("no master: %v", err)
 	}
 	p = sampleParams(t)
 	p.Master.ClusterCPName = "vip_CP"
 	info := sampleInfo()
 	info.ExtCpInfo = []model.ExtCpInfo{{ID: "vip", CpdID: "vip_CP"}}
-	if _, err := Classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), `"vip_CP" is a port of its own (the VIP) but has no IP address`) {
+	if _, err := classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), `"vip_CP" is a port of its own (the VIP) but has no IP address`) {
 		t.Errorf("VIP without address: %v", err)
 	}
 	p.Master.ClusterCPName = "nope_CP"
-	if _, err := Classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "neither a connection point with an address on the master VNFC") {
+	if _, err := classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "neither a connection point with an address on the master VNFC") {
 		t.Errorf("unknown cluster CP: %v", err)
 	}
 	// Several masters on a master's own port: no VIP to share.
 	info = haInfo(3)
 	p = sampleParams(t)
-	if _, err := Classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "3 master VNFCs but") || !strings.Contains(err.Error(), "several masters need a virtual IP") {
+	if _, err := classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "3 master VNFCs but") || !strings.Contains(err.Error(), "several masters need a virtual IP") {
 		t.Errorf("masters without a VIP: %v", err)
 	}
 	p = sampleParams(t)
 	p.Worker.NICCPName = "workerNode_CP9"
-	if _, err := Classify(sampleInfo(), sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), `nic_cp_name "workerNode_CP9" (its connection points: workerNode_CP1)`) {
+	if _, err := classify(sampleInfo(), sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), `nic_cp_name "workerNode_CP9" (its connection points: workerNode_CP1)`) {
 		t.Errorf("missing nic CP: %v", err)
 	}
 }
@@ -174,15 +174,15 @@ func TestClassifyFloatingIP(t *testing.T) {
 	info.VnfcResourceInfo[1].VnfcCpInfo[0].Metadata = map[string]any{"floatingIpAddress": "172.24.4.11"}
 	p := sampleParams(t)
 	p.Worker.SSHCPName, p.Worker.NICCPName = "workerNode_FloatingIP", "workerNode_CP1"
-	if _, err := Classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "workerNode-cccc has no address") {
+	if _, err := classify(info, sampleFlavour(), p); err == nil || !strings.Contains(err.Error(), "workerNode-cccc has no address") {
 		t.Fatalf("want the worker without a floating IP refused: %v", err)
 	}
 	info.VnfcResourceInfo[2].VnfcCpInfo[0].Metadata = map[string]any{"floatingIpAddress": "172.24.4.12"}
-	topo, err := Classify(info, sampleFlavour(), p)
+	topo, err := classify(info, sampleFlavour(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := topo.Workers[0]; w.SSHAddr != "172.24.4.11" || w.NodeIP != "10.0.0.11" {
+	if w := topo.Workers[0]; w.SSHAddr != "172.24.4.11" || w.IP != "10.0.0.11" {
 		t.Errorf("worker %+v", w)
 	}
 }
@@ -210,7 +210,7 @@ func TestNodeName(t *testing.T) {
 }
 
 func TestHostsBlockAndNoProxy(t *testing.T) {
-	topo, err := Classify(sampleInfo(), sampleFlavour(), sampleParams(t))
+	topo, err := classify(sampleInfo(), sampleFlavour(), sampleParams(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestHostsBlockAndNoProxy(t *testing.T) {
 	if env := scriptEnv(p, topo); len(env) != 0 {
 		t.Errorf("env without proxy or version: %v", env)
 	}
-	p.Proxy = ProxyParams{HTTPProxy: "http://u:pw@proxy:3128", NoProxy: "example.com,10.0.0.10"}
+	p.Proxy = kube.Proxy{HTTPProxy: "http://u:pw@proxy:3128", NoProxy: "example.com,10.0.0.10"}
 	p.KubernetesVersion = "v1.30.2"
 	env := scriptEnv(p, topo)
 	wantNP := "example.com,10.0.0.10,127.0.0.1,localhost,192.168.0.0/16,10.96.0.0/12,10.0.0.0/24,10.0.0.11,10.0.0.12"
@@ -342,43 +342,32 @@ func TestParseCA(t *testing.T) {
 	}
 }
 
-// The hooks the sample package binds, and the optional interfaces.
-var (
-	_ mgmtdrivers.InstantiateStarter = (*Driver)(nil)
-	_ mgmtdrivers.InstantiateEnder   = (*Driver)(nil)
-	_ mgmtdrivers.TerminateEnder     = (*Driver)(nil)
-	_ mgmtdrivers.ScaleStarter       = (*Driver)(nil)
-	_ mgmtdrivers.ScaleEnder         = (*Driver)(nil)
-	_ mgmtdrivers.HealStarter        = (*Driver)(nil)
-	_ mgmtdrivers.HealEnder          = (*Driver)(nil)
-	_ mgmtdrivers.RollbackHandler    = (*Driver)(nil)
-	_ mgmtdrivers.RequestValidator   = (*Driver)(nil)
-)
-
-func TestValidateRequest(t *testing.T) {
+// A request is refused when it is accepted, with the JSON path of each
+// problem: bad parameters, the only master healed on its own.
+func TestParseParamsAtAccept(t *testing.T) {
 	d := New(Options{})
 	ctx := context.Background()
 	bad := &model.InstantiateVnfRequest{AdditionalParams: map[string]any{ParamKey: map[string]any{"master_node": map[string]any{}}}}
-	err := d.ValidateRequest(ctx, mgmtdrivers.Request{Operation: model.OpInstantiate, Body: bad})
-	if err == nil || !strings.Contains(err.Error(), ParamKey+".worker_node: is required") {
+	_, err := d.ParseParams(ctx, &driverapi.Accept{Operation: model.OpInstantiate, Request: driverapi.Request{Instantiate: bad}, Instance: &model.VnfInstance{ID: "i"}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "additionalParams."+ParamKey+".worker_node: is required") {
 		t.Errorf("bad instantiate: %v", err)
 	}
 	good := &model.InstantiateVnfRequest{AdditionalParams: map[string]any{ParamKey: map[string]any{
 		"master_node": map[string]any{"ssh_cp_name": "a", "username": "u", "password": "p", "cluster_cp_name": "a"},
 		"worker_node": map[string]any{"ssh_cp_name": "b", "username": "u", "password": "p"}}}}
-	if err := d.ValidateRequest(ctx, mgmtdrivers.Request{Operation: model.OpInstantiate, Body: good}); err != nil {
-		t.Errorf("good instantiate: %v", err)
+	p, err := d.ParseParams(ctx, &driverapi.Accept{Operation: model.OpInstantiate, Request: driverapi.Request{Instantiate: good}, Instance: &model.VnfInstance{ID: "i"}}, nil)
+	if err != nil || p.VimName != "kubernetes_vim_i" {
+		t.Errorf("good instantiate: %+v %v", p, err)
 	}
-	// The stored instance: secrets sealed (an unparsable "key" must not matter).
-	info := sampleInfo()
-	info.AdditionalParams = map[string]any{ParamKey: map[string]any{
-		"master_node": map[string]any{"aspect_id": "master_instance", "ssh_cp_name": "masterNode_CP1", "cluster_cp_name": "masterNode_CP1",
-			"username": "u", "ssh_private_key": "sealed:v1:abc"},
-		"worker_node": map[string]any{"aspect_id": "worker_instance", "ssh_cp_name": "workerNode_CP1", "username": "u", "password": "sealed:v1:def"}}}
-	in := &model.VnfInstance{ID: "i", InstantiatedVnfInfo: info}
+	// Later operations start from the parameters accepted with the
+	// instantiation (stored), not from the instance's additionalParams.
+	stored := sampleParams(t)
+	stored.VimName = "kubernetes_vim_i"
+	in := &model.VnfInstance{ID: "i", InstantiatedVnfInfo: sampleInfo()}
 	heal := func(ids ...string) error {
-		return d.ValidateRequest(ctx, mgmtdrivers.Request{Operation: model.OpHeal, Instance: in, Flavour: sampleFlavour(),
-			Body: &model.HealVnfRequest{VnfcInstanceID: ids}})
+		_, err := d.ParseParams(ctx, &driverapi.Accept{Operation: model.OpHeal, Instance: in, Flavour: sampleFlavour(), Infra: &testInfra{},
+			Request: driverapi.Request{Heal: &model.HealVnfRequest{VnfcInstanceID: ids}}}, stored)
+		return err
 	}
 	if err := heal("workerNode-bbbb"); err != nil {
 		t.Errorf("worker heal: %v", err)
@@ -388,5 +377,12 @@ func TestValidateRequest(t *testing.T) {
 	}
 	if err := heal("workerNode-bbbb", "masterNode-aaaa"); err == nil || !strings.Contains(err.Error(), "VNFC masterNode-aaaa is the cluster's only master") {
 		t.Errorf("master heal: %v", err)
+	}
+	// Overrides of a scale request apply to a copy of what is stored.
+	sp, err := d.ParseParams(ctx, &driverapi.Accept{Operation: model.OpScale, Instance: in, Flavour: sampleFlavour(), Infra: &testInfra{},
+		Request: driverapi.Request{Scale: &model.ScaleVnfRequest{Type: model.ScaleOut, AspectID: "worker_instance",
+			AdditionalParams: map[string]any{"worker_node_password": "new-pw", "drain_timeout": "1m"}}}}, stored)
+	if err != nil || sp.Worker.Password != "new-pw" || sp.DrainTimeout != time.Minute || stored.Worker.Password != "p" {
+		t.Errorf("scale overrides: %+v %v (stored %q)", sp, err, stored.Worker.Password)
 	}
 }

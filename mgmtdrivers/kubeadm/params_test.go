@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -52,6 +53,9 @@ func tackerParams(t *testing.T) map[string]any {
 	if err := json.Unmarshal([]byte(doc), &m); err != nil {
 		t.Fatal(err)
 	}
+	// The guide's pod_cidr has host bits set (192.168.3.0/16), which the
+	// one CIDR rule refuses (TestParseTackerParams): its network.
+	param(m, "master_node")["pod_cidr"] = "192.168.0.0/16"
 	return m
 }
 
@@ -65,9 +69,9 @@ func param(m map[string]any, path ...string) map[string]any {
 
 func problems(t *testing.T, err error) []string {
 	t.Helper()
-	var pe *ParamError
+	var pe *kube.ParamError
 	if !errors.As(err, &pe) {
-		t.Fatalf("want a *ParamError, got %v", err)
+		t.Fatalf("want a *kube.ParamError, got %v", err)
 	}
 	return pe.Problems
 }
@@ -75,7 +79,7 @@ func problems(t *testing.T, err error) []string {
 func wantProblem(t *testing.T, err error, key, text string) {
 	t.Helper()
 	for _, p := range problems(t, err) {
-		if strings.HasPrefix(p, key+": ") && strings.Contains(p, text) {
+		if (strings.HasPrefix(p, key+": ") || strings.Contains(p, "."+key+": ")) && strings.Contains(p, text) {
 			return
 		}
 	}
@@ -97,10 +101,14 @@ func TestParseTackerParams(t *testing.T) {
 		p.Master.Username != "ubuntu" || p.Master.Password != "ubuntu" {
 		t.Errorf("master %+v", p.Master)
 	}
-	// CIDRs are normalised to their network.
 	if p.Master.PodCIDR != "192.168.0.0/16" || p.Master.ClusterCIDR != "10.199.187.0/24" {
 		t.Errorf("CIDRs %s %s", p.Master.PodCIDR, p.Master.ClusterCIDR)
 	}
+	// A CIDR with host bits set, as the guide writes it, is refused with
+	// the network it names (one rule for both drivers: kube.Obj.CIDR).
+	param(m, "master_node")["pod_cidr"] = "192.168.3.0/16"
+	_, err = ParseParams(m)
+	wantProblem(t, err, ParamKey+".master_node.pod_cidr", `"192.168.3.0/16" has host bits set: give the network address 192.168.0.0/16`)
 	if p.Worker.AspectID != "worker_instance" || p.Worker.NICCPName != "workerNode_CP2" {
 		t.Errorf("worker %+v", p.Worker)
 	}
@@ -238,7 +246,7 @@ func TestPrivateKeyAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Worker.Password != "" || !strings.Contains(p.Worker.SSHPrivateKey, "OPENSSH PRIVATE KEY") {
+	if p.Worker.Password != "" || !strings.Contains(p.Worker.PrivateKey, "OPENSSH PRIVATE KEY") {
 		t.Errorf("worker %+v", p.Worker)
 	}
 }

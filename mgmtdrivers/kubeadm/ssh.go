@@ -77,7 +77,7 @@ func planFor(p *Params, n *Node, fresh bool) kube.Plan {
 		np = &p.LB.Node
 	}
 	return kube.Plan{Key: n.VnfcID, Name: n.String(), ServerID: n.ServerID, Addr: n.SSHAddr, Fingerprints: n.Fingerprints,
-		Login: kube.Login{Username: np.Username, Password: np.Password, PrivateKey: np.SSHPrivateKey, Passphrase: np.SSHPrivateKeyPassphrase},
+		Login: kube.Login{Username: np.Username, Password: np.Password, PrivateKey: np.PrivateKey, Passphrase: np.Passphrase},
 		Fresh: fresh}
 }
 

@@ -88,7 +88,7 @@ func testSession(t *testing.T, srv *remotetest.Server) (*session, *notes) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := BuildCluster(sampleVnfcs(), p)
+	c, err := BuildCluster(resources(sampleVnfcs()), nil, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,18 +7,28 @@
 // # Parameters
 //
 // additionalParams.k8s_cluster_installation_param, as Tacker's driver and
-// the spec "MgmtDriver with Kubernetes cluster management OSS" name them,
-// all checked when the request arrives (RequestValidator: 422 listing every
-// problem) and again by each hook:
+// the spec "MgmtDriver with Kubernetes cluster management OSS" name them:
+// Params, parsed once when the request is accepted (ParseParams,
+// mgmtdrivers.Typed: 422 listing every problem with its JSON path; the
+// connection point names checked against the VNFD, external_lb_param's
+// script against the package) and handed to every hook typed. The node
+// parameters, logins, proxy and CIDRs are mgmtdrivers/kube's, shared with
+// kubeadm (one CIDR rule: host bits set are refused, naming the network).
+// Keys Tacker's kubeadm takes that kubespray has no use for (script_path,
+// master_node.cluster_cp_name, cluster_fip_name) are refused, not ignored:
 //
 //	vim_name                 Kubernetes VIM name (default kubernetes_vim_<vnfInstanceId>)
 //	master_node, worker_node which VNFCs (vdu_id, else aspect_id = the scaling
 //	                         group, else every VNFC with ssh_cp_name), ssh_cp_name
-//	                         (login address; a floating IP on it wins), nic_cp_name
-//	                         (node address, default ssh_cp_name), username, password
-//	                         and/or private_key; master_node.pod_cidr, cluster_cidr
+//	                         (login address; when no CP is named so — Tacker names
+//	                         the floating IP there — the floating IP of nic_cp_name),
+//	                         nic_cp_name (node address, default ssh_cp_name),
+//	                         username, password and/or ssh_private_key (or
+//	                         private_key; + ssh_private_key_passphrase);
+//	                         master_node.pod_cidr, cluster_cidr
 //	proxy                    http_proxy, https_proxy (its own value: Tacker copies
-//	                         http_proxy into it), no_proxy (kubespray's additional_no_proxy)
+//	                         http_proxy into it), no_proxy and k8s_node_cidr
+//	                         (both in kubespray's additional_no_proxy)
 //	ansible                  ip_address, port, username, password and/or private_key,
 //	                         host_key_fingerprints (else pinned at first contact),
 //	                         kubespray_root_path, transferring_inventory_path,
@@ -46,8 +56,8 @@
 // the control-plane endpoint and the API certificate are then the load
 // balancer's address, which is what makes a CA-verified VIM possible.
 //
-// scale_start (SCALE_IN): the victims (openstack.ScaleInVictims, the same
-// ones the infra step removes) lose their load balancer routes, are drained
+// scale_start (SCALE_IN): the victims (Op.Victims, the ones the infra driver
+// chose and removes next) lose their load balancer routes, are drained
 // (bounded; a PodDisruptionBudget that blocks fails the operation, retry
 // after fixing it), removed with `remove-node.yml -e node=<names> -e
 // skip_confirmation=yes` (plus reset_nodes=false when they do not answer),
@@ -57,8 +67,11 @@
 // that scale-in removal in heal_start and that scale-out join in heal_end
 // (same node name: nodes are named after their VNFC id, which a heal keeps);
 // heal of the whole VNF = terminate_end in heal_start, instantiate_end in
-// heal_end; heal of a control-plane VNFC is refused at the API (kubespray
-// has no playbook for it). terminate_end deletes the VIM and the cluster's
+// heal_end; heal of a control-plane VNFC, a scale of an aspect that scales
+// the control plane or the load balancer, and a terminate or entire heal
+// whose VIM other instances refer to are refused when the request is
+// accepted (kubespray has no playbook to add or replace a control-plane
+// member; nothing has changed then). terminate_end deletes the VIM and the cluster's
 // inventory directory. Rollback of a failed instantiation removes the VIM
 // and inventory; of a failed scale-out, the added workers from the cluster.
 //

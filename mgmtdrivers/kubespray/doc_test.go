@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/doctable"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
 )
 
 // docs/drivers.md documents every parameter the driver accepts, and only
@@ -17,6 +18,8 @@ func TestDocsListEveryParameter(t *testing.T) {
 	for _, body := range doctable.Subsections(sec) {
 		documented = append(documented, doctable.FirstColumn(body)...)
 	}
+	known := map[string][]string{"": topKeys, "master_node": masterKeys, "worker_node": nodeKeys, "proxy": kube.ProxyKeys,
+		"ansible": ansibleKeys, "external_lb_param": lbKeys}
 	var accepted []string
 	for obj, keys := range known {
 		for _, k := range keys {

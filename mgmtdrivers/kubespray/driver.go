@@ -5,16 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
-	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
 )
 
 // Name is the driver's name in the registry (VNFDs bind it with Tacker's
@@ -74,15 +75,20 @@ func New(o Options) *Driver {
 // Name implements mgmtdrivers.Driver.
 func (d *Driver) Name() string { return Name }
 
+// The hooks the driver implements, with its Params.
 var (
-	_ mgmtdrivers.InstantiateEnder = (*Driver)(nil)
-	_ mgmtdrivers.TerminateEnder   = (*Driver)(nil)
-	_ mgmtdrivers.ScaleStarter     = (*Driver)(nil)
-	_ mgmtdrivers.ScaleEnder       = (*Driver)(nil)
-	_ mgmtdrivers.HealStarter      = (*Driver)(nil)
-	_ mgmtdrivers.HealEnder        = (*Driver)(nil)
-	_ mgmtdrivers.RequestValidator = (*Driver)(nil)
+	_ mgmtdrivers.Typed[Params]            = (*Driver)(nil)
+	_ mgmtdrivers.InstantiateEnder[Params] = (*Driver)(nil)
+	_ mgmtdrivers.TerminateEnder[Params]   = (*Driver)(nil)
+	_ mgmtdrivers.ScaleStarter[Params]     = (*Driver)(nil)
+	_ mgmtdrivers.ScaleEnder[Params]       = (*Driver)(nil)
+	_ mgmtdrivers.HealStarter[Params]      = (*Driver)(nil)
+	_ mgmtdrivers.HealEnder[Params]        = (*Driver)(nil)
+	_ mgmtdrivers.RollbackHandler[Params]  = (*Driver)(nil)
 )
+
+// Driver returns the driver as the engine holds it.
+func (d *Driver) Driver() mgmtdrivers.Driver { return mgmtdrivers.New[Params](d) }
 
 func (d *Driver) check() error {
 	if d.o.Pins == nil {
@@ -91,11 +97,11 @@ func (d *Driver) check() error {
 	return nil
 }
 
-func (d *Driver) with(ctx context.Context, op *driverapi.Op, needCluster bool, fn func(*session) error) error {
+func (d *Driver) with(ctx context.Context, op *driverapi.Op, p *Params, needCluster bool, fn func(*session) error) error {
 	if err := d.check(); err != nil {
 		return err
 	}
-	s, err := d.newSession(op, needCluster)
+	s, err := d.newSession(op, p, needCluster)
 	if err != nil {
 		return err
 	}
@@ -105,28 +111,23 @@ func (d *Driver) with(ctx context.Context, op *driverapi.Op, needCluster bool, f
 
 // InstantiateEnd builds the cluster: inventory, external load balancer,
 // cluster.yml, Kubernetes VIM.
-func (d *Driver) InstantiateEnd(ctx context.Context, op *driverapi.Op) error {
-	return d.with(ctx, op, true, func(s *session) error { return s.install(ctx) })
+func (d *Driver) InstantiateEnd(ctx context.Context, op *driverapi.Op, p *Params) error {
+	return d.with(ctx, op, p, true, func(s *session) error { return s.install(ctx) })
 }
 
 // TerminateEnd deletes the VIM and the cluster's inventory directory.
-func (d *Driver) TerminateEnd(ctx context.Context, op *driverapi.Op) error {
-	return d.with(ctx, op, false, func(s *session) error { return s.teardown(ctx) })
+func (d *Driver) TerminateEnd(ctx context.Context, op *driverapi.Op, p *Params) error {
+	return d.with(ctx, op, p, false, func(s *session) error { return s.teardown(ctx) })
 }
 
 // ScaleStart removes the SCALE_IN victims from the load balancer and the
 // cluster before the infra driver deletes their VMs.
-func (d *Driver) ScaleStart(ctx context.Context, op *driverapi.Op) error {
-	req, ok := op.Request.(*model.ScaleVnfRequest)
-	if !ok || req.Type != model.ScaleIn {
+func (d *Driver) ScaleStart(ctx context.Context, op *driverapi.Op, p *Params) error {
+	if !op.Request.ScaleIn() {
 		return nil
 	}
-	victims, err := openstack.ScaleInVictims(op)
-	if err != nil {
-		return err
-	}
-	return d.with(ctx, op, true, func(s *session) error {
-		workers, err := s.targets(victims, "scale in")
+	return d.with(ctx, op, p, true, func(s *session) error {
+		workers, err := s.targets(op.Victims, "scale in")
 		if err != nil {
 			return err
 		}
@@ -135,9 +136,8 @@ func (d *Driver) ScaleStart(ctx context.Context, op *driverapi.Op) error {
 }
 
 // ScaleEnd joins the workers a SCALE_OUT added.
-func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op) error {
-	req, ok := op.Request.(*model.ScaleVnfRequest)
-	if !ok || req.Type != model.ScaleOut {
+func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op, p *Params) error {
+	if !op.Request.ScaleOut() {
 		return nil
 	}
 	var added []string
@@ -148,7 +148,7 @@ func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op) error {
 			}
 		}
 	}
-	return d.with(ctx, op, true, func(s *session) error {
+	return d.with(ctx, op, p, true, func(s *session) error {
 		workers, err := s.targets(added, "scale out")
 		if err != nil {
 			return err
@@ -158,24 +158,23 @@ func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op) error {
 }
 
 func healRequest(op *driverapi.Op) (*model.HealVnfRequest, error) {
-	req, ok := op.Request.(*model.HealVnfRequest)
-	if !ok {
-		return nil, fmt.Errorf("kubespray: heal: unexpected request %T", op.Request)
+	if op.Request.Heal == nil {
+		return nil, errors.New("kubespray: heal: the operation has no HealVnfRequest")
 	}
-	return req, nil
+	return op.Request.Heal, nil
 }
 
 // HealStart: for an entire heal, terminate_end (the VIM and inventory go);
 // for worker VNFCs, their scale-in removal.
-func (d *Driver) HealStart(ctx context.Context, op *driverapi.Op) error {
+func (d *Driver) HealStart(ctx context.Context, op *driverapi.Op, p *Params) error {
 	req, err := healRequest(op)
 	if err != nil {
 		return err
 	}
 	if len(req.VnfcInstanceID) == 0 {
-		return d.with(ctx, op, false, func(s *session) error { return s.teardown(ctx) })
+		return d.with(ctx, op, p, false, func(s *session) error { return s.teardown(ctx) })
 	}
-	return d.with(ctx, op, true, func(s *session) error {
+	return d.with(ctx, op, p, true, func(s *session) error {
 		workers, err := s.targets(req.VnfcInstanceID, "heal")
 		if err != nil {
 			return err
@@ -187,15 +186,15 @@ func (d *Driver) HealStart(ctx context.Context, op *driverapi.Op) error {
 // HealEnd: for an entire heal, instantiate_end on the new VMs; for worker
 // VNFCs, the scale-out join of their replacements; a healed load balancer
 // gets its configuration again.
-func (d *Driver) HealEnd(ctx context.Context, op *driverapi.Op) error {
+func (d *Driver) HealEnd(ctx context.Context, op *driverapi.Op, p *Params) error {
 	req, err := healRequest(op)
 	if err != nil {
 		return err
 	}
 	if len(req.VnfcInstanceID) == 0 {
-		return d.with(ctx, op, true, func(s *session) error { return s.install(ctx) })
+		return d.with(ctx, op, p, true, func(s *session) error { return s.install(ctx) })
 	}
-	return d.with(ctx, op, true, func(s *session) error {
+	return d.with(ctx, op, p, true, func(s *session) error {
 		workers, err := s.targets(req.VnfcInstanceID, "heal")
 		if err != nil {
 			return err
@@ -215,13 +214,12 @@ func (d *Driver) HealEnd(ctx context.Context, op *driverapi.Op) error {
 // the VMs); a failed scale-out takes the added workers, joined or half
 // joined, out of the cluster, the inventory and the load balancer before
 // their VMs go.
-func (d *Driver) Rollback(ctx context.Context, hook string, op *driverapi.Op) error {
+func (d *Driver) Rollback(ctx context.Context, hook string, op *driverapi.Op, p *Params) error {
 	switch hook {
 	case model.HookInstantiateEnd:
-		return d.with(ctx, op, false, func(s *session) error { return s.teardown(ctx) })
+		return d.with(ctx, op, p, false, func(s *session) error { return s.teardown(ctx) })
 	case model.HookScaleEnd:
-		req, ok := op.Request.(*model.ScaleVnfRequest)
-		if !ok || req.Type != model.ScaleOut || op.ResourceChanges == nil {
+		if !op.Request.ScaleOut() || op.ResourceChanges == nil {
 			return nil
 		}
 		var added []string
@@ -230,7 +228,7 @@ func (d *Driver) Rollback(ctx context.Context, hook string, op *driverapi.Op) er
 				added = append(added, a.ID)
 			}
 		}
-		return d.with(ctx, op, true, func(s *session) error {
+		return d.with(ctx, op, p, true, func(s *session) error {
 			workers, err := s.targets(added, "roll back the scale out of")
 			if err != nil || len(workers) == 0 {
 				return err
@@ -266,32 +264,117 @@ func (s *session) targets(vnfcIDs []string, what string) ([]*Node, error) {
 	return workers, nil
 }
 
-// ValidateRequest checks an instantiate request's parameters and refuses
-// heal requests that name control-plane VNFCs, before the operation is
-// accepted (nothing has changed yet).
-func (d *Driver) ValidateRequest(_ context.Context, r mgmtdrivers.Request) error {
-	switch req := r.Body.(type) {
-	case *model.InstantiateVnfRequest:
-		_, err := ParseParams(req.AdditionalParams)
-		return err
-	case *model.HealVnfRequest:
-		if len(req.VnfcInstanceID) == 0 || r.Instance == nil || r.Instance.InstantiatedVnfInfo == nil {
-			return nil
-		}
-		info := r.Instance.InstantiatedVnfInfo
-		p, err := ParseParams(mergeParams(info.AdditionalParams, req.AdditionalParams))
-		if err != nil {
-			return err
-		}
+// ParseParams (mgmtdrivers.Typed) reads k8s_cluster_installation_param
+// once, when the request is accepted, and refuses what can be known then,
+// before anything is created or deleted: for an instantiation the
+// connection point names against the VNFD and the load balancer's script in
+// the package; for a scale an aspect that scales the control plane or the
+// load balancer (kubespray has no playbook to add or replace a
+// control-plane/etcd member); for a heal control-plane VNFCs; for a
+// termination or an entire heal a cluster VIM other instances depend on. A
+// scale or heal request may replace whole objects of the parameters
+// (worker_node, ansible, external_lb_param, ...).
+func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *Params) (*Params, error) {
+	var p *Params
+	var err error
+	switch {
+	case a.Request.Instantiate != nil:
+		p, err = ParseParams(a.Request.Instantiate.AdditionalParams)
+	case stored != nil:
+		cp := *stored
+		p = &cp
+	case a.Instance.InstantiatedVnfInfo != nil:
+		// Instantiated before the parameters were kept with the operation.
+		p, err = ParseParams(a.Instance.InstantiatedVnfInfo.AdditionalParams)
+	default:
+		return nil, errors.New("the VNF instance is not instantiated")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a.Request.Instantiate != nil {
+		return p, checkPlan(ctx, a, p)
+	}
+	if err := p.override(a.Request.AdditionalParams()); err != nil {
+		return nil, err
+	}
+	var c *Cluster
+	if info := a.Instance.InstantiatedVnfInfo; info != nil && len(info.VnfcResourceInfo) > 0 {
+		c, _ = BuildCluster(a.ComputeResources(), a.Flavour, p) // the hooks report a failure with the whole picture
+	}
+	switch req := a.Request; {
+	case req.Scale != nil:
+		return p, checkAspect(a.Flavour, c, p, req.Scale.AspectID)
+	case req.Heal != nil && len(req.Heal.VnfcInstanceID) == 0, req.Terminate != nil:
+		return p, checkVimUsers(ctx, a, p)
+	case req.Heal != nil && c != nil:
 		var masters []string
-		for _, v := range info.VnfcResourceInfo {
-			if slices.Contains(req.VnfcInstanceID, v.ID) && p.RoleOf(v) == RoleMaster {
-				masters = append(masters, v.ID)
+		for _, id := range req.Heal.VnfcInstanceID {
+			if n := c.ByVnfc(id); n != nil && n.Role == RoleMaster {
+				masters = append(masters, id)
 			}
 		}
 		if len(masters) > 0 {
-			return fmt.Errorf("healing control-plane VNFCs (%s) is not supported: kubespray has no playbook to replace a control-plane/etcd member; heal worker VNFCs, or the entire VNF (no vnfcInstanceId)", strings.Join(masters, ", "))
+			return nil, fmt.Errorf("healing control-plane VNFCs (%s) is not supported: kubespray has no playbook to replace a control-plane/etcd member; heal worker VNFCs, or the entire VNF (no vnfcInstanceId)", strings.Join(masters, ", "))
 		}
+	}
+	return p, nil
+}
+
+// checkPlan validates an instantiation's parameters against the VNFD and
+// the package before anything exists.
+func checkPlan(ctx context.Context, a *driverapi.Accept, p *Params) error {
+	r := &kube.Reader{Docs: DocsURL}
+	kube.CheckNodeCPs(r, a.Flavour, root+".master_node", p.Master.NodeParams)
+	kube.CheckNodeCPs(r, a.Flavour, root+".worker_node", p.Worker.NodeParams)
+	kube.CheckCP(r, a.Flavour, root+".external_lb_param.ssh_cp_name", p.ExternalLB.SSHCPName)
+	if a.Package != nil {
+		if _, err := a.Package.ReadFile(ctx, p.ExternalLB.ScriptPath); err != nil {
+			r.Addf(root+".external_lb_param.script_path", "%s is not in the VNF package: %v", p.ExternalLB.ScriptPath, err)
+		}
+	}
+	return r.Err()
+}
+
+// checkAspect refuses scaling the control plane or the load balancer.
+func checkAspect(fl *model.Flavour, c *Cluster, p *Params, aspectID string) error {
+	if fl == nil || fl.ScalingAspects[aspectID] == nil {
+		return nil
+	}
+	a := fl.ScalingAspects[aspectID]
+	vdus := map[string]string{}
+	if p.Master.VduID != "" {
+		vdus[p.Master.VduID] = "control-plane"
+	}
+	if c != nil {
+		for _, m := range c.Masters {
+			vdus[m.VduID] = "control-plane"
+		}
+		if c.LB != nil {
+			vdus[c.LB.VduID] = "load balancer"
+		}
+	}
+	for _, vdu := range slices.Sorted(maps.Keys(a.VduDeltas)) {
+		if what, ok := vdus[vdu]; ok {
+			return fmt.Errorf("aspect %s scales the %s VDU %s: kubespray has no playbook to add or remove a control-plane/etcd member or the load balancer; scale the workers' aspect", aspectID, what, vdu)
+		}
+	}
+	return nil
+}
+
+// checkVimUsers refuses to remove the cluster's VIM (terminate, entire
+// heal) while other instances or operations refer to it.
+func checkVimUsers(ctx context.Context, a *driverapi.Accept, p *Params) error {
+	if a.Vims == nil {
+		return nil
+	}
+	name := p.vimName(a.Instance.ID)
+	users, err := a.Vims.VimUsers(ctx, name, a.Instance.ID)
+	if err != nil {
+		return err
+	}
+	if len(users) > 0 {
+		return fmt.Errorf("the cluster's Kubernetes VIM %s is in use by %s: this operation removes it (the cluster is deleted or rebuilt); terminate those first, or give them another VIM", name, strings.Join(users, ", "))
 	}
 	return nil
 }

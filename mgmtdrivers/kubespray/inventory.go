@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/ssh"
 )
@@ -21,7 +22,7 @@ type Inventory struct {
 	// LB is the external load balancer (loadbalancer_apiserver).
 	LB      *Node
 	APIPort int
-	Proxy   Proxy
+	Proxy   kube.Proxy
 	PodCIDR string
 	SvcCIDR string
 	// KnownHosts are the nodes' host keys (verified by the driver).
@@ -54,10 +55,10 @@ func (inv *Inventory) HostsINI() string {
 	b.WriteString("# Written by mini-VNFM (kubespray management driver); every LCM operation rewrites this file.\n")
 	b.WriteString("[all]\n")
 	for i, n := range inv.Masters {
-		fmt.Fprintf(&b, "%s ansible_host=%s ip=%s etcd_member_name=etcd%d ansible_user=%s\n", n.Name, n.SSHAddr, n.IP, i+1, n.User)
+		fmt.Fprintf(&b, "%s ansible_host=%s ip=%s etcd_member_name=etcd%d ansible_user=%s\n", n.Name, n.SSHAddr, n.IP, i+1, n.Login.Username)
 	}
 	for _, n := range inv.Workers {
-		fmt.Fprintf(&b, "%s ansible_host=%s ip=%s ansible_user=%s\n", n.Name, n.SSHAddr, n.IP, n.User)
+		fmt.Fprintf(&b, "%s ansible_host=%s ip=%s ansible_user=%s\n", n.Name, n.SSHAddr, n.IP, n.Login.Username)
 	}
 	b.WriteString("\n[all:vars]\n")
 	fmt.Fprintf(&b, "ansible_ssh_private_key_file=%s\n", inv.path(sshKeyFile))
@@ -88,9 +89,16 @@ func (inv *Inventory) AllVars() (string, error) {
 	if inv.Proxy.HTTPSProxy != "" {
 		v["https_proxy"] = inv.Proxy.HTTPSProxy
 	}
-	if inv.Proxy.NoProxy != "" {
-		// kubespray computes no_proxy from the inventory and appends these.
-		v["additional_no_proxy"] = inv.Proxy.NoProxy
+	// kubespray computes no_proxy from the inventory and appends these:
+	// no_proxy and the nodes' network (k8s_node_cidr).
+	var extra []string
+	for _, s := range []string{inv.Proxy.NoProxy, inv.Proxy.K8sNodeCIDR} {
+		if s != "" {
+			extra = append(extra, s)
+		}
+	}
+	if len(extra) > 0 {
+		v["additional_no_proxy"] = strings.Join(extra, ",")
 	}
 	if inv.LB != nil {
 		v["loadbalancer_apiserver"] = map[string]any{"address": inv.LB.SSHAddr, "port": inv.APIPort}

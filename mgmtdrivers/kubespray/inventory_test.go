@@ -48,7 +48,7 @@ func TestBuildCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := BuildCluster(sampleVnfcs(), p)
+	c, err := BuildCluster(resources(sampleVnfcs()), nil, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,14 +59,14 @@ func TestBuildCluster(t *testing.T) {
 		t.Errorf("workers %v", got)
 	}
 	m := c.Masters[0]
-	if m.SSHAddr != "10.77.0.3" || m.IP != "10.10.0.3" || m.ServerID != "srv-m1" || m.User != "ubuntu" || m.Password != "ub-pw" ||
+	if m.SSHAddr != "10.77.0.3" || m.IP != "10.10.0.3" || m.ServerID != "srv-m1" || m.Login.Username != "ubuntu" || m.Login.Password != "ub-pw" ||
 		!slices.Equal(m.Fingerprints, []string{"SHA256:masterNode-aaaa"}) {
 		t.Errorf("master %+v", m)
 	}
 	if w := c.Workers[0]; w.SSHAddr != "10.77.0.6" || w.IP != "10.77.0.6" { // nic_cp_name defaults to ssh_cp_name
 		t.Errorf("worker %+v", w)
 	}
-	if c.LB == nil || c.LB.SSHAddr != "10.77.0.9" || c.LB.User != "ubuntu" || c.LB.Password != "lb-pw" {
+	if c.LB == nil || c.LB.SSHAddr != "10.77.0.9" || c.LB.Login.Username != "ubuntu" || c.LB.Login.Password != "lb-pw" {
 		t.Errorf("LB %+v", c.LB)
 	}
 	if n := c.ByVnfc("workerNode-eeee"); n == nil || n.Role != RoleWorker {
@@ -79,44 +79,44 @@ func TestBuildCluster(t *testing.T) {
 	param(m2, "master_node")["vdu_id"] = "masterNode"
 	delete(param(m2, "worker_node"), "aspect_id")
 	p2, _ := ParseParams(m2)
-	if c2, err := BuildCluster(sampleVnfcs(), p2); err != nil || len(c2.Masters) != 3 || len(c2.Workers) != 2 {
+	if c2, err := BuildCluster(resources(sampleVnfcs()), nil, p2); err != nil || len(c2.Masters) != 3 || len(c2.Workers) != 2 {
 		t.Errorf("by vdu_id / ssh_cp_name: %v", err)
 	}
-	// A floating IP on the SSH CP is where SSH goes.
+	// Tacker's floating-IP layout (the node classifier kubeadm shares):
+	// ssh_cp_name names the floating IP resource, no CP; SSH goes to the
+	// floating IP of nic_cp_name's port.
 	vs := sampleVnfcs()
 	vs[4].VnfcCpInfo[0].Metadata = map[string]any{"floatingIpAddress": "172.24.4.20"}
-	if c3, _ := BuildCluster(vs, p); c3.Workers[0].SSHAddr != "172.24.4.20" || c3.Workers[0].IP != "10.77.0.6" {
-		t.Errorf("floating IP: %+v", c3.Workers[0])
+	vs[5].VnfcCpInfo[0].Metadata = map[string]any{"floatingIpAddress": "172.24.4.21"}
+	m3 := validParams()
+	param(m3, "worker_node")["ssh_cp_name"], param(m3, "worker_node")["nic_cp_name"] = "workerNode_FloatingIP", "workerNode_CP1"
+	p3, err := ParseParams(m3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c3, err := BuildCluster(resources(vs), nil, p3); err != nil || c3.Workers[0].SSHAddr != "172.24.4.20" || c3.Workers[0].IP != "10.77.0.6" {
+		t.Errorf("floating IP: %v %v", c3, err)
+	}
+	// ssh_cp_name naming the port: its own address.
+	if c4, _ := BuildCluster(resources(vs), nil, p); c4.Workers[0].SSHAddr != "10.77.0.6" {
+		t.Errorf("port address: %+v", c4.Workers[0])
 	}
 	// Problems are listed together.
-	_, err = BuildCluster(sampleVnfcs()[4:], p)
+	_, err = BuildCluster(resources(sampleVnfcs()[4:]), nil, p)
 	if err == nil || !strings.Contains(err.Error(), "no VNFC matches master_node (aspect_id master_instance)") ||
 		!strings.Contains(err.Error(), "no VNFC has CP externalLB_CP1") {
 		t.Errorf("missing roles: %v", err)
 	}
 	vs = sampleVnfcs()
 	vs[5].VnfcCpInfo[0] = cp("workerNode_CP1")
-	if _, err := BuildCluster(vs, p); err == nil || !strings.Contains(err.Error(), "VNFC workerNode-eeee (worker) has no IPv4 address on CP workerNode_CP1") {
+	if _, err := BuildCluster(resources(vs), nil, p); err == nil || !strings.Contains(err.Error(), `worker VNFC workerNode-eeee has no address on additionalParams.k8s_cluster_installation_param.worker_node.nic_cp_name "workerNode_CP1"`) {
 		t.Errorf("no address: %v", err)
-	}
-}
-
-func TestNodeName(t *testing.T) {
-	for in, want := range map[string]string{
-		"workerNode-ab3xq6rfl2vc": "workernode-ab3xq6rfl2vc",
-		"VDU_1-x":                 "vdu-1-x",
-		"-weird--":                "weird",
-		strings.Repeat("a", 80):   strings.Repeat("a", 63),
-	} {
-		if got := nodeName(in); got != want {
-			t.Errorf("nodeName(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 
 func TestInventory(t *testing.T) {
 	p, _ := ParseParams(validParams())
-	c, err := BuildCluster(sampleVnfcs(), p)
+	c, err := BuildCluster(resources(sampleVnfcs()), nil, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,9 +203,9 @@ func TestInventory(t *testing.T) {
 
 func TestBecomeVars(t *testing.T) {
 	p, _ := ParseParams(validParams())
-	c, _ := BuildCluster(sampleVnfcs(), p)
-	c.Workers[1].Password = `we"ird\pw`
-	c.Workers[0].Password = ""
+	c, _ := BuildCluster(resources(sampleVnfcs()), nil, p)
+	c.Workers[1].Login.Password = `we"ird\pw`
+	c.Workers[0].Login.Password = ""
 	s := &session{c: c}
 	var v map[string]map[string]string
 	if err := yaml.Unmarshal([]byte(s.becomeVars()), &v); err != nil {

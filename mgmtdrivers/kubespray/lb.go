@@ -38,7 +38,7 @@ func nodeList(nodes []*Node) string {
 // writes the whole configuration each time, so this both installs the load
 // balancer and adds or removes workers' routes.
 func (s *session) configureLB(ctx context.Context, workers []*Node) error {
-	script, err := s.op.Package.ReadFile(s.p.ExternalLB.ScriptPath)
+	script, err := s.op.Package.ReadFile(ctx, s.p.ExternalLB.ScriptPath)
 	if err != nil {
 		return fmt.Errorf("kubespray: external_lb_param.script_path %s: %w", s.p.ExternalLB.ScriptPath, err)
 	}

@@ -13,7 +13,6 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
-	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
 )
@@ -40,18 +39,12 @@ type session struct {
 	progMu     sync.Mutex
 }
 
-func (d *Driver) newSession(op *driverapi.Op, needCluster bool) (*session, error) {
+func (d *Driver) newSession(op *driverapi.Op, p *Params, needCluster bool) (*session, error) {
 	if op.Instance == nil || op.Instance.InstantiatedVnfInfo == nil {
 		return nil, errors.New("kubespray: the VNF instance is not instantiated")
 	}
-	info := op.Instance.InstantiatedVnfInfo
-	ap := info.AdditionalParams
-	if op.Operation != model.OpInstantiate {
-		ap = mergeParams(ap, op.AdditionalParams)
-	}
-	p, err := ParseParams(ap)
-	if err != nil {
-		return nil, err
+	if p == nil || p.Ansible.IPAddress == "" {
+		return nil, errors.New("kubespray: the operation carries no parameters of this driver (it was accepted by an older VNFM); fail it and send the request again")
 	}
 	inv, err := p.inventoryDir(op.Instance.ID)
 	if err != nil {
@@ -62,14 +55,14 @@ func (d *Driver) newSession(op *driverapi.Op, needCluster bool) (*session, error
 		log = d.o.Logger
 	}
 	s := &session{d: d, op: op, p: p, log: log.With("driver", Name), inv: inv, clients: map[string]*remote.Session{}}
-	for _, v := range []string{p.Master.Password, p.Master.PrivateKey, p.Worker.Password, p.Worker.PrivateKey, p.Ansible.Password,
-		p.Ansible.PrivateKey, p.ExternalLB.SSHPassword, p.ExternalLB.SSHPrivateKey} {
+	for _, v := range []string{p.Master.Password, p.Master.PrivateKey, p.Worker.Password, p.Worker.PrivateKey, p.Ansible.Login.Password,
+		p.Ansible.Login.PrivateKey, p.ExternalLB.Login.Password, p.ExternalLB.Login.PrivateKey} {
 		if len(v) >= 4 {
 			s.secrets = append(s.secrets, v)
 		}
 	}
 	if needCluster {
-		if s.c, err = BuildCluster(info.VnfcResourceInfo, p); err != nil {
+		if s.c, err = BuildCluster(op.ComputeResources(), op.Flavour, p); err != nil {
 			return nil, err
 		}
 	}
@@ -150,7 +143,7 @@ func (s *session) dialer() *kube.Dialer {
 // password after sshd starts).
 func nodePlan(n *Node, wait time.Duration) kube.Plan {
 	return kube.Plan{Key: n.Name, Name: fmt.Sprintf("%s %s (VNFC %s)", n.Role, n.Name, n.VnfcID), ServerID: n.ServerID, Addr: n.SSHAddr,
-		Fingerprints: n.Fingerprints, Login: kube.Login{Username: n.User, Password: n.Password, PrivateKey: n.PrivateKey},
+		Fingerprints: n.Fingerprints, Login: n.Login,
 		Fresh: wait > 0, Wait: wait, ConnectTimeout: 20 * time.Second}
 }
 
@@ -165,7 +158,7 @@ func (s *session) ansible(ctx context.Context) (*remote.Session, error) {
 	}
 	a := s.p.Ansible
 	c, err := s.dialer().Open(ctx, kube.Plan{Name: "the Ansible server", ServerID: ansibleServerID, Addr: a.IPAddress, Port: a.Port,
-		Fingerprints: a.HostKeyFingerprints, Login: kube.Login{Username: a.Username, Password: a.Password, PrivateKey: a.PrivateKey},
+		Fingerprints: a.HostKeyFingerprints, Login: a.Login,
 		Wait: s.d.o.AnsibleWait, ConnectTimeout: 20 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("kubespray: Ansible server %s: %w", a.IPAddress, err)
@@ -376,8 +369,8 @@ func (s *session) becomeVars() string {
 	var b strings.Builder
 	b.WriteString("mini_vnfm_become_passwords:\n")
 	for _, n := range s.c.All() {
-		if n.Password != "" {
-			fmt.Fprintf(&b, "  %s: %s\n", n.Name, yamlQuote(n.Password))
+		if n.Login.Password != "" {
+			fmt.Fprintf(&b, "  %s: %s\n", n.Name, yamlQuote(n.Login.Password))
 		}
 	}
 	return b.String()

@@ -11,12 +11,10 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,112 +28,42 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
-	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
-const serverEnv = "VNFM_CLI_TEST_SERVER"
+// roleCLI is this test binary re-executed as the server: the real server
+// wiring with the in-test drivers.
+var roleCLI = harness.Role("cli", func() int {
+	return harness.Serve("cli-test", func(context.Context, *config.Config) (server.Options, func(), error) {
+		return server.Options{Infra: lcmtest.Resolver(&lcmtest.Infra{}), Mgmt: lcmtest.Registry(&lcmtest.Mgmt{})}, nil, nil
+	})
+})
 
 // InstallHint is what to run when the CLI is missing.
 const InstallHint = "apt-get install -y python3-tackerclient python3-openstackclient"
 
-func TestMain(m *testing.M) {
-	if os.Getenv(serverEnv) == "1" {
-		os.Exit(serve())
-	}
-	os.Exit(pgtest.Main(m, func(ctx context.Context, url string) error { return store.MigrateUp(ctx, url) }))
-}
-
-// serve runs the real server wiring with the in-test drivers until the
-// parent test closes stdin.
-func serve() int {
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop()
-	}()
-	err = server.Run(ctx, cfg, server.Options{Version: "cli-test", Infra: lcmtest.Resolver(&lcmtest.Infra{}),
-		Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Ready: func(addr string) { fmt.Printf("READY %s\n", addr) }})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
+func TestMain(m *testing.M) { harness.Main(m) }
 
 // vnfm is a running server process.
 type vnfm struct {
+	*harness.Process
 	base string
 	db   string
-	mu   sync.Mutex
-	logs strings.Builder
 }
 
-func (v *vnfm) Write(b []byte) (int, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.logs.Write(b)
-}
-
-func (v *vnfm) Logs() string {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.logs.String()
-}
-
-// startVNFM starts a server on a fresh database.
+// startVNFM starts a server on a fresh database; its log is shown when the
+// test fails.
 func startVNFM(t *testing.T) *vnfm {
 	t.Helper()
 	v := &vnfm{db: pgtest.NewDB(t)}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serverEnv+"=1", "DATABASE_URL="+v.db, "VNFM_SECRET_KEY="+secrets.NewKey(),
-		"VNFM_LISTEN=127.0.0.1:0", "VNFM_POLL=200ms", "VNFM_LOG_LEVEL=info")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = v
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	v.Process = harness.Start(t, roleCLI, v.db, secrets.NewKey())
+	v.base = v.Process.Base
 	t.Cleanup(func() {
-		_ = stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		v.Stop(10 * time.Second)
 		if t.Failed() {
 			t.Logf("server log:\n%s", v.Logs())
 		}
 	})
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if addr, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
-				ready <- addr
-			}
-		}
-	}()
-	select {
-	case addr := <-ready:
-		v.base = "http://" + addr
-	case <-time.After(60 * time.Second):
-		t.Fatalf("server did not start:\n%s", v.Logs())
-	}
 	return v
 }
 

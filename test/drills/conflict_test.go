@@ -8,6 +8,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
 const concurrent = 200
@@ -24,18 +25,18 @@ func burst(t *testing.T, n int, req func(i int) (path string, body []byte)) map[
 		path, body := req(i)
 		wg.Go(func() {
 			<-start
-			r, err := trySend("POST", path, body)
+			r, err := harness.TrySend("POST", path, body)
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			if r.status >= 300 {
+			if r.Status >= 300 {
 				if why := problemError(r); why != "" {
-					t.Errorf("%s: %d is not a ProblemDetails: %s", path, r.status, why)
+					t.Errorf("%s: %d is not a ProblemDetails: %s", path, r.Status, why)
 				}
 			}
 			mu.Lock()
-			codes[r.status]++
+			codes[r.Status]++
 			mu.Unlock()
 		})
 	}
@@ -66,10 +67,10 @@ func TestConcurrentLCMRequestsOneAccepted(t *testing.T) {
 	}
 	create := func(v *vnfm) string {
 		r := send(t, "POST", v.base+"/vnflcm/v1/vnf_instances", []byte(`{"vnfdId":"`+lcmtest.VnfdID+`"}`))
-		if r.status != 201 {
-			t.Fatalf("create: %d %s", r.status, r.body)
+		if r.Status != 201 {
+			t.Fatalf("create: %d %s", r.Status, r.Body)
 		}
-		return r.json(t)["id"].(string)
+		return r.JSON(t)["id"].(string)
 	}
 	inst := `{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"` + lcmtest.VimType + `"}]}`
 
@@ -77,10 +78,10 @@ func TestConcurrentLCMRequestsOneAccepted(t *testing.T) {
 	v := startInProcess(t, db, key, inProcess{engine: true})
 	ready := create(v)
 	op := send(t, "POST", v.base+"/vnflcm/v1/vnf_instances/"+ready+"/instantiate", []byte(inst))
-	if op.status != 202 {
-		t.Fatalf("instantiate: %d %s", op.status, op.body)
+	if op.Status != 202 {
+		t.Fatalf("instantiate: %d %s", op.Status, op.Body)
 	}
-	waitOp(t, v.base, op.location(), 30*time.Second, "COMPLETED")
+	harness.WaitOp(t, v.base, op.Location(), 30*time.Second, "COMPLETED")
 	v.stop()
 	// ...then a VNFM without one: accepted operations stay STARTING, so no
 	// request of the burst can find the instance free again.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
 // fuzzTarget is one request the fuzzer sends bodies to.
@@ -40,15 +41,15 @@ func fuzzServer(f *testing.F) (base string, ids map[string]string) {
 	seedPackage(f, db)
 	v := startInProcess(f, db, newKey(), inProcess{})
 	r := send(f, "POST", v.base+"/vnflcm/v1/vnf_instances", []byte(`{"vnfdId":"`+lcmtest.VnfdID+`"}`))
-	if r.status != 201 {
-		f.Fatalf("create: %d %s", r.status, r.body)
+	if r.Status != 201 {
+		f.Fatalf("create: %d %s", r.Status, r.Body)
 	}
-	inst := r.json(f)["id"].(string)
+	inst := r.JSON(f)["id"].(string)
 	r = send(f, "POST", v.base+"/vnfpkgm/v1/vnf_packages", []byte(`{}`))
-	if r.status != 201 {
-		f.Fatalf("create package: %d %s", r.status, r.body)
+	if r.Status != 201 {
+		f.Fatalf("create package: %d %s", r.Status, r.Body)
 	}
-	return v.base, map[string]string{"inst": inst, "pkg": r.json(f)["id"].(string), "op": "5b1f1f0e-0000-4000-8000-000000000001"}
+	return v.base, map[string]string{"inst": inst, "pkg": r.JSON(f)["id"].(string), "op": "5b1f1f0e-0000-4000-8000-000000000001"}
 }
 
 // FuzzRequestBodies sends arbitrary bodies to every JSON request of the API
@@ -81,16 +82,16 @@ func FuzzRequestBodies(f *testing.F) {
 		for k, v := range ids {
 			path = strings.ReplaceAll(path, "{"+k+"}", v)
 		}
-		r, err := trySend(ft.method, base+path, body, "Content-Type", ft.contentType)
+		r, err := harness.TrySend(ft.method, base+path, body, "Content-Type", ft.contentType)
 		if err != nil {
 			t.Fatalf("%s %s: %v", ft.method, ft.path, err)
 		}
-		if r.status >= 500 {
-			t.Fatalf("%s %s with %q: %d %s", ft.method, ft.path, truncate(string(body), 200), r.status, r.body)
+		if r.Status >= 500 {
+			t.Fatalf("%s %s with %q: %d %s", ft.method, ft.path, truncate(string(body), 200), r.Status, r.Body)
 		}
-		if r.status >= 400 {
+		if r.Status >= 400 {
 			if why := problemError(r); why != "" {
-				t.Fatalf("%s %s with %q: %d is not a ProblemDetails: %s", ft.method, ft.path, truncate(string(body), 200), r.status, why)
+				t.Fatalf("%s %s with %q: %d is not a ProblemDetails: %s", ft.method, ft.path, truncate(string(body), 200), r.Status, why)
 			}
 		}
 	})

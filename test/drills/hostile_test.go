@@ -22,6 +22,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg"
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg/vnfpkgtest"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
 // hostileEnv is an in-process VNFM with an engine and the fixtures the
@@ -48,35 +49,35 @@ func newHostileEnv(t *testing.T) *hostileEnv {
 	base := e.v.base
 	create := func() string {
 		r := send(t, "POST", base+"/vnflcm/v1/vnf_instances", []byte(`{"vnfdId":"`+lcmtest.VnfdID+`"}`))
-		if r.status != 201 {
-			t.Fatalf("create: %d %s", r.status, r.body)
+		if r.Status != 201 {
+			t.Fatalf("create: %d %s", r.Status, r.Body)
 		}
-		return r.json(t)["id"].(string)
+		return r.JSON(t)["id"].(string)
 	}
 	e.fixtures["inst"], e.fixtures["ready"] = create(), create()
 	r := send(t, "POST", base+"/vnflcm/v1/vnf_instances/"+e.fixtures["ready"]+"/instantiate",
 		[]byte(`{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"`+lcmtest.VimType+`"}]}`))
-	if r.status != 202 {
-		t.Fatalf("instantiate: %d %s", r.status, r.body)
+	if r.Status != 202 {
+		t.Fatalf("instantiate: %d %s", r.Status, r.Body)
 	}
-	e.fixtures["op"] = r.location()
-	waitOp(t, base, e.fixtures["op"], 30*time.Second, "COMPLETED")
+	e.fixtures["op"] = r.Location()
+	harness.WaitOp(t, base, e.fixtures["op"], 30*time.Second, "COMPLETED")
 	r = send(t, "POST", base+"/vnflcm/v1/subscriptions", []byte(`{"callbackUri":"`+e.callback+`"}`))
-	if r.status != 201 {
-		t.Fatalf("subscribe: %d %s", r.status, r.body)
+	if r.Status != 201 {
+		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
 	}
-	e.fixtures["sub"] = r.json(t)["id"].(string)
+	e.fixtures["sub"] = r.JSON(t)["id"].(string)
 	r = send(t, "POST", base+"/vnfpkgm/v1/vnf_packages", []byte(`{}`))
-	if r.status != 201 {
-		t.Fatalf("create package: %d %s", r.status, r.body)
+	if r.Status != 201 {
+		t.Fatalf("create package: %d %s", r.Status, r.Body)
 	}
-	e.fixtures["pkg"] = r.json(t)["id"].(string)
+	e.fixtures["pkg"] = r.JSON(t)["id"].(string)
 	r = send(t, "POST", base+"/v1.0/vims?verify=false", []byte(`{"vim":{"name":"fixture","type":"openstack","auth_url":"http://127.0.0.1:1/v3",
 		"vim_project":{"name":"admin"},"auth_cred":{"username":"admin","password":"fixture-pass"}}}`))
-	if r.status != 201 {
-		t.Fatalf("register VIM: %d %s", r.status, r.body)
+	if r.Status != 201 {
+		t.Fatalf("register VIM: %d %s", r.Status, r.Body)
 	}
-	e.fixtures["vim"] = r.json(t)["vim"].(map[string]any)["id"].(string)
+	e.fixtures["vim"] = r.JSON(t)["vim"].(map[string]any)["id"].(string)
 	// Let the notifications of the setup go out: the outbox is then at rest.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -161,29 +162,29 @@ func TestHostileInputCorpus(t *testing.T) {
 	knownHits := map[string][]string{}
 	before := e.snapshot(t)
 	for _, c := range corpus {
-		r, err := trySend(c.method, e.v.base+e.path(c.path), c.body, c.hdr...)
+		r, err := harness.TrySend(c.method, e.v.base+e.path(c.path), c.body, c.hdr...)
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 			continue
 		}
-		byClass[fmt.Sprintf("%dxx", r.status/100)]++
+		byClass[fmt.Sprintf("%dxx", r.Status/100)]++
 		var problems []string
 		switch {
-		case r.status >= 500:
-			problems = append(problems, fmt.Sprintf("%d %.300s", r.status, r.body))
+		case r.Status >= 500:
+			problems = append(problems, fmt.Sprintf("%d %.300s", r.Status, r.Body))
 		case c.harmless:
-		case c.want != 0 && r.status != c.want:
-			problems = append(problems, fmt.Sprintf("status %d, want %d: %.300s", r.status, c.want, r.body))
-		case r.status < 400:
-			problems = append(problems, fmt.Sprintf("accepted with %d: %.300s", r.status, r.body))
+		case c.want != 0 && r.Status != c.want:
+			problems = append(problems, fmt.Sprintf("status %d, want %d: %.300s", r.Status, c.want, r.Body))
+		case r.Status < 400:
+			problems = append(problems, fmt.Sprintf("accepted with %d: %.300s", r.Status, r.Body))
 		}
-		if r.status >= 400 && !c.raw {
+		if r.Status >= 400 && !c.raw {
 			if why := problemError(r); why != "" {
-				problems = append(problems, fmt.Sprintf("%d is not a ProblemDetails: %s: %.200s", r.status, why, r.body))
+				problems = append(problems, fmt.Sprintf("%d is not a ProblemDetails: %s: %.200s", r.Status, why, r.Body))
 			}
 		}
 		after := e.snapshot(t)
-		if r.status < 300 && !(c.harmless && c.method == "GET") {
+		if r.Status < 300 && !(c.harmless && c.method == "GET") {
 			// Accepted: let what it started finish, so that it is not
 			// blamed on the next request.
 			e.settle(t)
@@ -212,7 +213,7 @@ func TestHostileInputCorpus(t *testing.T) {
 		// No Content-Length: the limit must hold while reading.
 		req, _ := http.NewRequest("POST", e.v.base+"/vnflcm/v1/vnf_instances", io.MultiReader(strings.NewReader(`{"vnfInstanceName":"`), &zeros{n: 3 << 20}))
 		req.Header.Set("Content-Type", "application/json")
-		res, err := client.Do(req)
+		res, err := harness.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,8 +226,8 @@ func TestHostileInputCorpus(t *testing.T) {
 	if strings.Contains(e.v.logs.String(), "panic") {
 		t.Errorf("the VNFM log mentions a panic:\n%s", grepLines(e.v.logs.String(), "panic", 5))
 	}
-	if r := send(t, "GET", e.v.base+"/healthz", nil); r.status != 200 {
-		t.Errorf("healthz after the corpus: %d", r.status)
+	if r := send(t, "GET", e.v.base+"/healthz", nil); r.Status != 200 {
+		t.Errorf("healthz after the corpus: %d", r.Status)
 	}
 	t.Logf("%d hostile requests: %v", len(corpus), byClass)
 }
@@ -461,32 +462,32 @@ func TestHostileCSARs(t *testing.T) {
 	for _, c := range hostileCSARs(t) {
 		t.Run(c.name, func(t *testing.T) {
 			r := send(t, "POST", v.base+"/vnfpkgm/v1/vnf_packages", []byte(`{}`))
-			if r.status != 201 {
-				t.Fatalf("create package: %d %s", r.status, r.body)
+			if r.Status != 201 {
+				t.Fatalf("create package: %d %s", r.Status, r.Body)
 			}
-			id := r.json(t)["id"].(string)
+			id := r.JSON(t)["id"].(string)
 			before := rowCounts(t, conn, names)
 			r = send(t, "PUT", v.base+"/vnfpkgm/v1/vnf_packages/"+id+"/package_content", c.csar, "Content-Type", "application/zip")
 			switch {
-			case r.status >= 400 && r.status < 500:
+			case r.Status >= 400 && r.Status < 500:
 				if why := problemError(r); why != "" {
-					t.Fatalf("upload answered %d, not a ProblemDetails: %s", r.status, why)
+					t.Fatalf("upload answered %d, not a ProblemDetails: %s", r.Status, why)
 				}
-			case r.status != 202:
-				t.Fatalf("upload: %d %.300s", r.status, r.body)
+			case r.Status != 202:
+				t.Fatalf("upload: %d %.300s", r.Status, r.Body)
 			}
 			deadline := time.Now().Add(60 * time.Second)
 			var doc map[string]any
 			for {
 				g := send(t, "GET", v.base+"/vnfpkgm/v1/vnf_packages/"+id, nil)
-				if g.status != 200 {
-					t.Fatalf("GET package: %d %s", g.status, g.body)
+				if g.Status != 200 {
+					t.Fatalf("GET package: %d %s", g.Status, g.Body)
 				}
-				doc = g.json(t)
+				doc = g.JSON(t)
 				if doc["onboardingState"] == "ONBOARDED" {
 					t.Fatalf("hostile package onboarded: %v", doc)
 				}
-				if doc["onboardingState"] == "CREATED" && (r.status != 202 || doc["onboardingFailureDetails"] != nil) {
+				if doc["onboardingState"] == "CREATED" && (r.Status != 202 || doc["onboardingFailureDetails"] != nil) {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -494,7 +495,7 @@ func TestHostileCSARs(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			if r.status == 202 {
+			if r.Status == 202 {
 				pd, _ := doc["onboardingFailureDetails"].(map[string]any)
 				status, _ := pd["status"].(float64)
 				detail, _ := pd["detail"].(string)
@@ -524,22 +525,22 @@ func TestDeeplyNestedValidDocuments(t *testing.T) {
 	deep := strings.Repeat(`{"a":`, 9000) + `"x"` + strings.Repeat("}", 9000)
 	check := func(what string, r response, want int) response {
 		t.Helper()
-		if r.status != want {
-			t.Fatalf("%s: %d, want %d: %.300s", what, r.status, want, r.body)
+		if r.Status != want {
+			t.Fatalf("%s: %d, want %d: %.300s", what, r.Status, want, r.Body)
 		}
 		return r
 	}
 	inst := check("create with deep metadata", send(t, "POST", v.base+"/vnflcm/v1/vnf_instances",
-		[]byte(`{"vnfdId":"`+lcmtest.VnfdID+`","metadata":{"deep":`+deep+`}}`)), 201).json(t)["id"].(string)
+		[]byte(`{"vnfdId":"`+lcmtest.VnfdID+`","metadata":{"deep":`+deep+`}}`)), 201).JSON(t)["id"].(string)
 	check("GET it", send(t, "GET", v.base+"/vnflcm/v1/vnf_instances/"+inst, nil), 200)
 	check("list it with all fields", send(t, "GET", v.base+"/vnflcm/v1/vnf_instances?all_fields", nil), 200)
 	op := check("instantiate with deep additionalParams", send(t, "POST", v.base+"/vnflcm/v1/vnf_instances/"+inst+"/instantiate",
-		[]byte(`{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"`+lcmtest.VimType+`"}],"additionalParams":{"deep":`+deep+`}}`)), 202).location()
-	waitOp(t, v.base, op, 60*time.Second, "COMPLETED")
+		[]byte(`{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"`+lcmtest.VimType+`"}],"additionalParams":{"deep":`+deep+`}}`)), 202).Location()
+	harness.WaitOp(t, v.base, op, 60*time.Second, "COMPLETED")
 	check("GET the op", send(t, "GET", v.base+"/vnflcm/v1/vnf_lcm_op_occs/"+op, nil), 200)
 	check("list ops with all fields", send(t, "GET", v.base+"/vnflcm/v1/vnf_lcm_op_occs?all_fields", nil), 200)
 	pkg := check("package with deep userDefinedData", send(t, "POST", v.base+"/vnfpkgm/v1/vnf_packages",
-		[]byte(`{"userDefinedData":{"deep":`+deep+`}}`)), 201).json(t)["id"].(string)
+		[]byte(`{"userDefinedData":{"deep":`+deep+`}}`)), 201).JSON(t)["id"].(string)
 	check("GET the package", send(t, "GET", v.base+"/vnfpkgm/v1/vnf_packages/"+pkg, nil), 200)
 	if strings.Contains(v.logs.String(), "panic") {
 		t.Errorf("the VNFM log mentions a panic:\n%s", grepLines(v.logs.String(), "panic", 5))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
 // leaseHolder returns the lease owner of an op and the PID it names
@@ -52,17 +53,17 @@ func TestTwoReplicasKillTheLeaseHolder(t *testing.T) {
 	env := []string{"VNFM_LEASE=" + lease.String(), "VNFM_POLL=" + poll.String()}
 	a, b := startProc(t, db, key, env...), startProc(t, db, key, env...)
 
-	inst := send(t, "POST", a.base+"/vnflcm/v1/vnf_instances", []byte(`{"vnfdId":"`+lcmtest.VnfdID+`"}`))
-	if inst.status != 201 {
-		t.Fatalf("create: %d %s", inst.status, inst.body)
+	inst := send(t, "POST", a.Base+"/vnflcm/v1/vnf_instances", []byte(`{"vnfdId":"`+lcmtest.VnfdID+`"}`))
+	if inst.Status != 201 {
+		t.Fatalf("create: %d %s", inst.Status, inst.Body)
 	}
-	instID := inst.json(t)["id"].(string)
-	r := send(t, "POST", a.base+"/vnflcm/v1/vnf_instances/"+instID+"/instantiate",
+	instID := inst.JSON(t)["id"].(string)
+	r := send(t, "POST", a.Base+"/vnflcm/v1/vnf_instances/"+instID+"/instantiate",
 		[]byte(`{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"`+lcmtest.VimType+`"}],"additionalParams":{"fake":{"delayMs":`+strconv.Itoa(nodeMs)+`}}}`))
-	if r.status != 202 {
-		t.Fatalf("instantiate: %d %s", r.status, r.body)
+	if r.Status != 202 {
+		t.Fatalf("instantiate: %d %s", r.Status, r.Body)
 	}
-	opID := r.location()
+	opID := r.Location()
 
 	ctx := context.Background()
 	conn := connect(t, db)
@@ -91,13 +92,15 @@ func TestTwoReplicasKillTheLeaseHolder(t *testing.T) {
 	}
 	victim, survivor := a, b
 	switch pid {
-	case a.pid():
-	case b.pid():
+	case a.Pid():
+	case b.Pid():
 		victim, survivor = b, a
 	default:
-		t.Fatalf("lease owner %q names pid %d, neither replica (%d, %d)", owner, pid, a.pid(), b.pid())
+		t.Fatalf("lease owner %q names pid %d, neither replica (%d, %d)", owner, pid, a.Pid(), b.Pid())
 	}
-	victim.kill9(t)
+	if err := victim.Kill9(); err != nil {
+		t.Fatal(err)
+	}
 	killed := time.Now()
 	t.Logf("killed pid %d, which held %s", pid, owner)
 	// The dead replica's last lease (nobody renews it any more).
@@ -115,8 +118,8 @@ func TestTwoReplicasKillTheLeaseHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		if newOwner != owner && newOwner != "" {
-			if newPID != survivor.pid() {
-				t.Fatalf("op claimed by %q, not by the surviving replica (pid %d)", newOwner, survivor.pid())
+			if newPID != survivor.Pid() {
+				t.Fatalf("op claimed by %q, not by the surviving replica (pid %d)", newOwner, survivor.Pid())
 			}
 			claimedAfter = time.Since(killed)
 			var until time.Time
@@ -147,7 +150,7 @@ func TestTwoReplicasKillTheLeaseHolder(t *testing.T) {
 		t.Fatalf("claimed %v after the dead replica's lease expired; want within the poll interval %v (+%v slack)", late, poll, slack)
 	}
 	// Then it finishes: at most the remaining nodes are left to do.
-	doc := waitOp(t, survivor.base, opID, 3*time.Duration(nodeMs)*time.Millisecond+slack+10*time.Second, "COMPLETED", "FAILED_TEMP")
+	doc := harness.WaitOp(t, survivor.Base, opID, 3*time.Duration(nodeMs)*time.Millisecond+slack+10*time.Second, "COMPLETED", "FAILED_TEMP")
 	finished := time.Since(killed)
 	if doc["operationState"] != "COMPLETED" {
 		t.Fatalf("resumed op ended %v: %v", doc["operationState"], doc["error"])
@@ -185,11 +188,11 @@ func TestTwoReplicasKillTheLeaseHolder(t *testing.T) {
 	if len(nodes) != 3 || nodes["master-0"] != 1 {
 		t.Fatalf("journal nodes after the resume: %v (master-0, done before the kill, must have run once)", nodes)
 	}
-	gr := send(t, "GET", survivor.base+"/vnflcm/v1/vnf_instances/"+instID, nil)
-	if gr.status != 200 {
-		t.Fatalf("GET instance: %d %s", gr.status, gr.body)
+	gr := send(t, "GET", survivor.Base+"/vnflcm/v1/vnf_instances/"+instID, nil)
+	if gr.Status != 200 {
+		t.Fatalf("GET instance: %d %s", gr.Status, gr.Body)
 	}
-	got := gr.json(t)
+	got := gr.JSON(t)
 	info, _ := got["instantiatedVnfInfo"].(map[string]any)
 	vnfcs, _ := info["vnfcResourceInfo"].([]any)
 	if got["instantiationState"] != "INSTANTIATED" || len(vnfcs) != 3 {

@@ -21,6 +21,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/ossim"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
 // nfvo receives notifications for two subscriptions (HTTP Basic and OAuth
@@ -117,24 +118,24 @@ func TestSecretsNeverLeak(t *testing.T) {
 		if method == "PATCH" {
 			hdr = []string{"Content-Type", "application/merge-patch+json"}
 		}
-		r := send(t, method, p.base+path, b, hdr...)
-		responses = append(responses, fmt.Sprintf("%s %s %d %v\n%s", method, path, r.status, r.header, r.body))
-		if r.status != want {
-			t.Fatalf("%s %s: %d, want %d: %.500s", method, path, r.status, want, r.body)
+		r := send(t, method, p.Base+path, b, hdr...)
+		responses = append(responses, fmt.Sprintf("%s %s %d %v\n%s", method, path, r.Status, r.Header, r.Body))
+		if r.Status != want {
+			t.Fatalf("%s %s: %d, want %d: %.500s", method, path, r.Status, want, r.Body)
 		}
 		var doc map[string]any
-		_ = json.Unmarshal(r.body, &doc)
+		_ = json.Unmarshal(r.Body, &doc)
 		if doc == nil {
 			doc = map[string]any{}
 		}
-		if loc := r.header.Get("Location"); loc != "" {
+		if loc := r.Header.Get("Location"); loc != "" {
 			doc["_location"] = loc[strings.LastIndex(loc, "/")+1:]
 		}
 		return doc
 	}
 	wait := func(opID string, states ...string) map[string]any {
 		t.Helper()
-		doc := waitOp(t, p.base, opID, 60*time.Second, states...)
+		doc := harness.WaitOp(t, p.Base, opID, 60*time.Second, states...)
 		responses = append(responses, fmt.Sprint(doc))
 		return doc
 	}
@@ -183,15 +184,15 @@ func TestSecretsNeverLeak(t *testing.T) {
 		"/vnfpkgm/v1/vnf_packages", "/metrics"} {
 		call("GET", path, nil, http.StatusOK)
 	}
-	ops := send(t, "GET", p.base+"/vnflcm/v1/vnf_lcm_op_occs", nil)
+	ops := send(t, "GET", p.Base+"/vnflcm/v1/vnf_lcm_op_occs", nil)
 	var opList []map[string]any
-	_ = json.Unmarshal(ops.body, &opList)
+	_ = json.Unmarshal(ops.Body, &opList)
 	for _, op := range opList {
 		call("GET", "/vnflcm/v1/vnf_lcm_op_occs/"+op["id"].(string), nil, http.StatusOK)
 	}
-	subs := send(t, "GET", p.base+"/vnflcm/v1/subscriptions", nil)
+	subs := send(t, "GET", p.Base+"/vnflcm/v1/subscriptions", nil)
 	var subList []map[string]any
-	_ = json.Unmarshal(subs.body, &subList)
+	_ = json.Unmarshal(subs.Body, &subList)
 	for _, s := range subList {
 		call("GET", "/vnflcm/v1/subscriptions/"+s["id"].(string), nil, http.StatusOK)
 	}
@@ -230,7 +231,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			t.Fatalf("no response shows a masked value %q", s)
 		}
 	}
-	places := map[string]string{"API responses": strings.Join(responses, "\n"), "VNFM log": p.logs.String(),
+	places := map[string]string{"API responses": strings.Join(responses, "\n"), "VNFM log": p.Logs(),
 		"notifications": notifications, "database": dump}
 	names := make([]string, 0, len(sec))
 	for n := range sec {

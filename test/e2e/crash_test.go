@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
 // killAtEnv makes a re-executed server SIGKILL itself at its k-th engine
@@ -44,17 +45,17 @@ func killAtFromEnv() lcm.Observer {
 // exists for this task.
 func (e *osEnv) drill(k int, inst, task string, body any) bool {
 	e.t.Helper()
-	e.vnfm.stop(e.t)
-	e.vnfm = start(e.t, e.db, e.key, osServerEnv+"=1", killAtEnv+"="+strconv.Itoa(k), "VNFM_LEASE=2s")
+	e.vnfm.Stop(20 * time.Second)
+	e.vnfm = harness.Start(e.t, roleOpenStack, e.db, e.key, killAtEnv+"="+strconv.Itoa(k), "VNFM_LEASE=2s")
 	h, _ := e.post("/vnflcm/v1/vnf_instances/"+inst+"/"+task, body, http.StatusAccepted)
 	loc := h.Get("Location")
 	opID := loc[strings.LastIndex(loc, "/")+1:]
-	died := e.vnfm.waitExitOr(func() bool {
+	died := e.vnfm.WaitExitOr(func() bool {
 		s := opDocAt(e.t, e.db, opID)
 		return s == "COMPLETED" || s == "FAILED_TEMP"
 	}, 60*time.Second)
 	if died {
-		e.vnfm = start(e.t, e.db, e.key, osServerEnv+"=1", "VNFM_LEASE=2s")
+		e.vnfm = harness.Start(e.t, roleOpenStack, e.db, e.key, "VNFM_LEASE=2s")
 	}
 	deadline := time.Now().Add(90 * time.Second)
 	for retried := false; ; {

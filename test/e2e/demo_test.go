@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,36 +18,16 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
 	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
 	"github.com/mini-vnfm/mini-vnfm/samples"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
-// defaultServerEnv makes the re-executed test binary serve exactly like
+// roleDefault is this test binary re-executed to serve exactly like
 // `vnfm serve`: built-in drivers, and the embedded cloud when configured.
-const defaultServerEnv = "VNFM_E2E_DEFAULT_SERVER"
-
-func init() {
-	if os.Getenv(defaultServerEnv) == "1" {
-		os.Exit(serveDefault())
-	}
-}
-
-func serveDefault() int {
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop()
-	}()
-	if err := server.Run(ctx, cfg, server.Options{Version: "e2e-default", Ready: func(addr string) { fmt.Printf("READY %s\n", addr) }}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
+var roleDefault = harness.Role("default", func() int {
+	return harness.Serve("e2e-default", func(context.Context, *config.Config) (server.Options, func(), error) {
+		return server.Options{}, nil, nil
+	})
+})
 
 func vimsOf(t *testing.T, base string) []map[string]any {
 	t.Helper()
@@ -86,26 +64,24 @@ func TestNewcomerRunAndDemo(t *testing.T) {
 		t.Fatalf("building the demo: %v\n%s", err, out)
 	}
 
-	off := start(t, pgtest.NewDB(t), secrets.NewKey(), defaultServerEnv+"=1", "VNFM_SIMULATOR=off")
-	if v := vimsOf(t, off.base); len(v) != 0 {
+	off := harness.Start(t, roleDefault, pgtest.NewDB(t), secrets.NewKey(), "VNFM_SIMULATOR=off")
+	if v := vimsOf(t, off.Base); len(v) != 0 {
 		t.Fatalf("VNFM_SIMULATOR=off registered VIMs: %v", v)
 	}
-	off.stop(t)
+	off.Stop(20 * time.Second)
 
-	srv := start(t, pgtest.NewDB(t), secrets.NewKey(), defaultServerEnv+"=1", "VNFM_SIMULATOR=on",
+	srv := harness.Start(t, roleDefault, pgtest.NewDB(t), secrets.NewKey(), "VNFM_SIMULATOR=on",
 		"VNFM_SIMULATOR_LISTEN=127.0.0.1:0", "VNFM_SIMULATOR_HOSTS=on", "VNFM_SIMULATOR_PREFIX=e2enewc", "VNFM_DATA_DIR="+t.TempDir(),
 		k8sstandin.BinaryEnv+"="+standin)
-	v := vimsOf(t, srv.base)
+	v := vimsOf(t, srv.Base)
 	if len(v) != 1 || v[0]["name"] != server.SimVimName || v[0]["is_default"] != true || v[0]["status"] != "ACTIVE" {
 		t.Fatalf("the embedded cloud's VIM: %v", v)
 	}
 	cmdCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(cmdCtx, demo, "-endpoint", srv.base).CombinedOutput() // the default: the HA sample
+	out, err := exec.CommandContext(cmdCtx, demo, "-endpoint", srv.Base).CombinedOutput() // the default: the HA sample
 	if err != nil {
-		srv.mu.Lock()
-		logs := srv.logs.String()
-		srv.mu.Unlock()
+		logs := srv.Logs()
 		t.Fatalf("make demo failed: %v\n%s\nserver log tail:\n%s", err, out, tail(logs, 4000))
 	}
 	for _, want := range []string{"INSTANTIATE COMPLETED", "Kubernetes VIM", "SCALE COMPLETED", "heal a master", "HEAL COMPLETED", "TERMINATE COMPLETED", "deleted VNF instance"} {
@@ -121,7 +97,7 @@ func TestNewcomerRunAndDemo(t *testing.T) {
 	// embedded cloud (kubespray's names the cloud's Ansible server), and a
 	// bad name lists them.
 	for _, sample := range samples.Names {
-		out, err := exec.CommandContext(cmdCtx, demo, "-endpoint", srv.base, "-package", sample, "-print-request").Output()
+		out, err := exec.CommandContext(cmdCtx, demo, "-endpoint", srv.Base, "-package", sample, "-print-request").Output()
 		var body map[string]any
 		if err != nil || json.Unmarshal(out, &body) != nil {
 			t.Fatalf("make demo PACKAGE=%s DEMOFLAGS=-print-request: %v\n%s", sample, err, out)
@@ -133,7 +109,7 @@ func TestNewcomerRunAndDemo(t *testing.T) {
 			t.Errorf("the kubespray request does not name the embedded Ansible server:\n%s", out)
 		}
 	}
-	bad := exec.CommandContext(cmdCtx, demo, "-endpoint", srv.base, "-package", "kubeadm-nope")
+	bad := exec.CommandContext(cmdCtx, demo, "-endpoint", srv.Base, "-package", "kubeadm-nope")
 	out, err = bad.CombinedOutput()
 	if bad.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "kubespray") || !strings.Contains(string(out), "kubeadm-ha-lb") {
 		t.Errorf("a bad package name: %v\n%s", err, out)
@@ -161,15 +137,15 @@ func TestNewcomerKill9DuringHAInstantiate(t *testing.T) {
 		t.Fatalf("building the demo: %v\n%s", err, out)
 	}
 	db, key, data := pgtest.NewDB(t), secrets.NewKey(), t.TempDir()
-	env := []string{defaultServerEnv + "=1", "VNFM_SIMULATOR=on", "VNFM_SIMULATOR_LISTEN=127.0.0.1:0", "VNFM_SIMULATOR_HOSTS=on",
+	env := []string{"VNFM_SIMULATOR=on", "VNFM_SIMULATOR_LISTEN=127.0.0.1:0", "VNFM_SIMULATOR_HOSTS=on",
 		"VNFM_SIMULATOR_PREFIX=e2ekill", "VNFM_DATA_DIR=" + data, "VNFM_LEASE=5s", k8sstandin.BinaryEnv + "=" + standin}
-	a := start(t, db, key, env...)
-	body, err := exec.CommandContext(ctx, demo, "-endpoint", a.base, "-package", "kubeadm-ha", "-print-request").Output()
+	a := harness.Start(t, roleDefault, db, key, env...)
+	body, err := exec.CommandContext(ctx, demo, "-endpoint", a.Base, "-package", "kubeadm-ha", "-print-request").Output()
 	if err != nil {
 		t.Fatalf("instantiate request: %v", err)
 	}
 	var pkgs []map[string]any
-	_, _, b := call(t, "GET", a.base+"/vnfpkgm/v1/vnf_packages?all_fields", "")
+	_, _, b := call(t, "GET", a.Base+"/vnfpkgm/v1/vnf_packages?all_fields", "")
 	_ = json.Unmarshal(b, &pkgs)
 	vnfd := ""
 	for _, p := range pkgs {
@@ -177,14 +153,14 @@ func TestNewcomerKill9DuringHAInstantiate(t *testing.T) {
 			vnfd, _ = p["vnfdId"].(string)
 		}
 	}
-	code, _, b := call(t, "POST", a.base+"/vnflcm/v1/vnf_instances", `{"vnfdId":"`+vnfd+`"}`)
+	code, _, b := call(t, "POST", a.Base+"/vnflcm/v1/vnf_instances", `{"vnfdId":"`+vnfd+`"}`)
 	if code != 201 {
 		t.Fatalf("create: %d %s", code, b)
 	}
 	var inst map[string]any
 	_ = json.Unmarshal(b, &inst)
 	id := inst["id"].(string)
-	code, h, b := call(t, "POST", a.base+"/vnflcm/v1/vnf_instances/"+id+"/instantiate", string(body))
+	code, h, b := call(t, "POST", a.Base+"/vnflcm/v1/vnf_instances/"+id+"/instantiate", string(body))
 	if code != 202 {
 		t.Fatalf("instantiate: %d %s", code, b)
 	}
@@ -192,18 +168,20 @@ func TestNewcomerKill9DuringHAInstantiate(t *testing.T) {
 	opID := loc[strings.LastIndex(loc, "/")+1:]
 	// Kill when the first master is initialised and the others are joining.
 	deadline := time.Now().Add(5 * time.Minute)
-	for !stepNodesDone(opDoc(t, a.base, opID), "mgmt.instantiate_end", 2) {
-		if d := opDoc(t, a.base, opID); d["operationState"] != "PROCESSING" && d["operationState"] != "STARTING" || time.Now().After(deadline) {
+	for !stepNodesDone(opDoc(t, a.Base, opID), "mgmt.instantiate_end", 2) {
+		if d := opDoc(t, a.Base, opID); d["operationState"] != "PROCESSING" && d["operationState"] != "STARTING" || time.Now().After(deadline) {
 			t.Fatalf("instantiate did not get to the masters' joins: %v %v", d["operationState"], d["error"])
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	a.kill9(t)
+	if err := a.Kill9(); err != nil {
+		t.Fatal(err)
+	}
 
-	b2 := start(t, db, key, env...)
+	b2 := harness.Start(t, roleDefault, db, key, env...)
 	var d map[string]any
 	for deadline = time.Now().Add(6 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		d = opDoc(t, b2.base, opID)
+		d = opDoc(t, b2.Base, opID)
 		if s := d["operationState"]; s == "COMPLETED" || s == "FAILED_TEMP" || s == "FAILED" {
 			break
 		}
@@ -212,23 +190,21 @@ func TestNewcomerKill9DuringHAInstantiate(t *testing.T) {
 		}
 	}
 	if d["operationState"] != "COMPLETED" {
-		b2.mu.Lock()
-		logs := b2.logs.String()
-		b2.mu.Unlock()
+		logs := b2.Logs()
 		t.Fatalf("resumed instantiate ended %v: %v\n%s", d["operationState"], d["error"], tail(logs, 4000))
 	}
 	// The cluster is usable: its VIM is registered, it scales out; after a
 	// graceful restart too (the instance's servers are still there): a
 	// worker is healed over SSH with the pinned host keys, then the
 	// instance terminates.
-	code, _, b = call(t, "GET", b2.base+"/vnflcm/v1/vnf_instances/"+id, "")
+	code, _, b = call(t, "GET", b2.Base+"/vnflcm/v1/vnf_instances/"+id, "")
 	if code != 200 || !strings.Contains(string(b), "KUBERNETES") {
 		t.Fatalf("instance after the resumed instantiate: %d %s", code, b)
 	}
-	lcmOp(t, b2.base, id, "scale", `{"type":"SCALE_OUT","aspectId":"worker_instance","numberOfSteps":1}`)
-	b2.stop(t)
-	b3 := start(t, db, key, env...)
-	_, _, b = call(t, "GET", b3.base+"/vnflcm/v1/vnf_instances/"+id, "")
+	lcmOp(t, b2.Base, id, "scale", `{"type":"SCALE_OUT","aspectId":"worker_instance","numberOfSteps":1}`)
+	b2.Stop(20 * time.Second)
+	b3 := harness.Start(t, roleDefault, db, key, env...)
+	_, _, b = call(t, "GET", b3.Base+"/vnflcm/v1/vnf_instances/"+id, "")
 	var after map[string]any
 	_ = json.Unmarshal(b, &after)
 	worker := ""
@@ -240,8 +216,8 @@ func TestNewcomerKill9DuringHAInstantiate(t *testing.T) {
 	if worker == "" {
 		t.Fatalf("no worker VNFC after the graceful restart: %s", b)
 	}
-	lcmOp(t, b3.base, id, "heal", `{"vnfcInstanceId":["`+worker+`"]}`)
-	lcmOp(t, b3.base, id, "terminate", `{"terminationType":"FORCEFUL"}`)
+	lcmOp(t, b3.Base, id, "heal", `{"vnfcInstanceId":["`+worker+`"]}`)
+	lcmOp(t, b3.Base, id, "terminate", `{"terminationType":"FORCEFUL"}`)
 }
 
 // lcmOp posts a task and waits for its op occurrence to complete.
@@ -311,21 +287,19 @@ func TestRealHeatMakeRunDemo(t *testing.T) {
 			t.Errorf("removing the embedded cloud's hosts: %v", err)
 		}
 	})
-	srv := start(t, pgtest.NewDB(t), secrets.NewKey(), defaultServerEnv+"=1", "VNFM_SIMULATOR=on", "VNFM_SIMULATOR_HEAT=real",
+	srv := harness.Start(t, roleDefault, pgtest.NewDB(t), secrets.NewKey(), "VNFM_SIMULATOR=on", "VNFM_SIMULATOR_HEAT=real",
 		"VNFM_SIMULATOR_LISTEN=127.0.0.1:0", "VNFM_SIMULATOR_HOSTS=on", "VNFM_SIMULATOR_PREFIX=e2erealh", "VNFM_DATA_DIR="+t.TempDir(),
 		k8sstandin.BinaryEnv+"="+standin)
-	v := vimsOf(t, srv.base)
+	v := vimsOf(t, srv.Base)
 	if len(v) != 1 || v[0]["status"] != "ACTIVE" {
 		t.Fatalf("the embedded cloud's VIM: %v", v)
 	}
 	cmdCtx, cancel := context.WithTimeout(ctx, 20*time.Minute)
 	defer cancel()
 	began := time.Now()
-	out, err := exec.CommandContext(cmdCtx, demo, "-endpoint", srv.base).CombinedOutput()
+	out, err := exec.CommandContext(cmdCtx, demo, "-endpoint", srv.Base).CombinedOutput()
 	if err != nil {
-		srv.mu.Lock()
-		logs := srv.logs.String()
-		srv.mu.Unlock()
+		logs := srv.Logs()
 		t.Fatalf("make demo failed: %v\n%s\nserver log tail:\n%s", err, out, tail(logs, 4000))
 	}
 	t.Logf("make demo on real Keystone + Heat: %s", time.Since(began).Round(time.Second))
@@ -334,9 +308,7 @@ func TestRealHeatMakeRunDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
-	srv.mu.Lock()
-	logs := srv.logs.String()
-	srv.mu.Unlock()
+	logs := srv.Logs()
 	if !strings.Contains(logs, "real Keystone") && !strings.Contains(logs, "VNFM_SIMULATOR_HEAT=real") {
 		t.Errorf("the server did not start real Keystone and Heat:\n%s", tail(logs, 2000))
 	}

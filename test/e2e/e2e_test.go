@@ -4,17 +4,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,161 +18,27 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
-const serverEnv = "VNFM_E2E_SERVER"
+// roleFake is this test binary re-executed as a VNFM with the in-test drivers.
+var roleFake = harness.Role("fake", func() int {
+	return harness.Serve("e2e", func(context.Context, *config.Config) (server.Options, func(), error) {
+		return server.Options{Infra: lcmtest.Resolver(&lcmtest.Infra{}), Mgmt: lcmtest.Registry(&lcmtest.Mgmt{})}, nil, nil
+	})
+})
 
-func TestMain(m *testing.M) {
-	if os.Getenv(serverEnv) == "1" {
-		os.Exit(serve())
-	}
-	os.Exit(pgtest.Main(m, func(ctx context.Context, url string) error { return store.MigrateUp(ctx, url) }))
-}
+func TestMain(m *testing.M) { harness.Main(m) }
 
-// serve runs the real server wiring with the fake drivers until killed.
-func serve() int {
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go func() {
-		// Exit when the parent test goes away.
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop()
-	}()
-	err = server.Run(ctx, cfg, server.Options{Version: "e2e", Infra: lcmtest.Resolver(&lcmtest.Infra{}),
-		Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Ready: func(addr string) { fmt.Printf("READY %s\n", addr) }})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
-
-type proc struct {
-	cmd    *exec.Cmd
-	base   string
-	stdin  io.WriteCloser
-	logs   *strings.Builder
-	mu     *sync.Mutex
-	exited chan struct{} // closed once the process has been waited for
-}
-
-// start launches a server process on db and waits until it listens.
-func start(t *testing.T, db, key string, env ...string) *proc {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serverEnv+"=1", "DATABASE_URL="+db, "VNFM_SECRET_KEY="+key,
-		"VNFM_LISTEN=127.0.0.1:0", "VNFM_LEASE=2s", "VNFM_POLL=200ms", "VNFM_LOG_LEVEL=info")
-	cmd.Env = append(cmd.Env, env...)
-	stdout, _ := cmd.StdoutPipe()
-	stdin, _ := cmd.StdinPipe()
-	p := &proc{cmd: cmd, stdin: stdin, logs: &strings.Builder{}, mu: &sync.Mutex{}, exited: make(chan struct{})}
-	cmd.Stderr = writerFunc(func(b []byte) (int, error) { p.mu.Lock(); defer p.mu.Unlock(); return p.logs.Write(b) })
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.exited })
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if addr, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
-				ready <- addr
-			}
-		}
-	}()
-	select {
-	case addr := <-ready:
-		p.base = "http://" + addr
-	case <-time.After(readyWait(env)):
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		t.Fatalf("server did not start:\n%s", p.logs.String())
-	}
-	// Endpoint URLs are only used in links; requests go to the bound address.
-	return p
-}
-
-// readyWait is how long a server process may take to listen: longer when
-// it starts real Keystone and Heat first.
-func readyWait(env []string) time.Duration {
-	for _, kv := range env {
-		if kv == "VNFM_SIMULATOR_HEAT=real" {
-			return 10 * time.Minute
-		}
-	}
-	return 30 * time.Second
-}
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
-
-// stop ends the server (stdin closed: graceful) and waits for it.
-func (p *proc) stop(t *testing.T) {
-	t.Helper()
-	_ = p.stdin.Close()
-	select {
-	case <-p.exited:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
-
-// waitExitOr waits until the process exits (true) or cond holds (false).
-func (p *proc) waitExitOr(cond func() bool, within time.Duration) bool {
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.exited:
-			return true
-		case <-time.After(50 * time.Millisecond):
-		}
-		if cond() {
-			// The last checkpoint comes right after the state is written:
-			// give a process due to die there the time to do it.
-			select {
-			case <-p.exited:
-				return true
-			case <-time.After(time.Second):
-				return false
-			}
-		}
-	}
-	return false
-}
-
-func (p *proc) kill9(t *testing.T) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-p.exited
-}
-
+// call makes one request (harness.Send) with a JSON body ("" for none).
 func call(t *testing.T, method, url, body string) (int, http.Header, []byte) {
 	t.Helper()
-	var rd io.Reader
+	var b []byte
 	if body != "" {
-		rd = strings.NewReader(body)
+		b = []byte(body)
 	}
-	req, _ := http.NewRequest(method, url, rd)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, res.Header, b
+	r := harness.Send(t, method, url, b)
+	return r.Status, r.Header, r.Body
 }
 
 func seedPackage(t *testing.T, db string) {
@@ -209,19 +67,16 @@ func createAndInstantiate(t *testing.T, base, fake string) (instID, opID string)
 	if code != 202 {
 		t.Fatalf("instantiate: %d %s", code, b)
 	}
-	loc := h.Get("Location")
-	return instID, loc[strings.LastIndex(loc, "/")+1:]
+	return instID, harness.OpID(h.Get("Location"))
 }
 
 func opDoc(t *testing.T, base, opID string) map[string]any {
 	t.Helper()
-	code, _, b := call(t, "GET", base+"/vnflcm/v1/vnf_lcm_op_occs/"+opID, "")
-	if code != 200 {
-		t.Fatalf("get op: %d %s", code, b)
+	r := harness.Send(t, "GET", base+"/vnflcm/v1/vnf_lcm_op_occs/"+opID, nil)
+	if r.Status != 200 {
+		t.Fatalf("get op: %d %s", r.Status, r.Body)
 	}
-	var d map[string]any
-	_ = json.Unmarshal(b, &d)
-	return d
+	return r.JSON(t)
 }
 
 func nodeDone(d map[string]any, node string) bool {
@@ -242,21 +97,23 @@ func TestKill9MidOperationAndResumeInAnotherProcess(t *testing.T) {
 	db := pgtest.NewDB(t)
 	seedPackage(t, db)
 	key := secrets.NewKey()
-	a := start(t, db, key)
-	_, opID := createAndInstantiate(t, a.base, `{"delayMs":300}`)
+	a := harness.Start(t, roleFake, db, key)
+	_, opID := createAndInstantiate(t, a.Base, `{"delayMs":300}`)
 	deadline := time.Now().Add(20 * time.Second)
-	for !nodeDone(opDoc(t, a.base, opID), "worker-0") {
+	for !nodeDone(opDoc(t, a.Base, opID), "worker-0") {
 		if time.Now().After(deadline) {
 			t.Fatal("worker-0 never completed")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	a.kill9(t)
+	if err := a.Kill9(); err != nil {
+		t.Fatal(err)
+	}
 
-	b := start(t, db, key)
+	b := harness.Start(t, roleFake, db, key)
 	var d map[string]any
 	for deadline = time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		d = opDoc(t, b.base, opID)
+		d = opDoc(t, b.Base, opID)
 		if s := d["operationState"]; s == "COMPLETED" || s == "FAILED_TEMP" {
 			break
 		}
@@ -303,12 +160,12 @@ func TestTwoProcessesShareTheQueue(t *testing.T) {
 	db := pgtest.NewDB(t)
 	seedPackage(t, db)
 	key := secrets.NewKey()
-	a, b := start(t, db, key), start(t, db, key)
+	a, b := harness.Start(t, roleFake, db, key), harness.Start(t, roleFake, db, key)
 	var ops []string
 	for i := 0; i < 12; i++ {
-		base := a.base
+		base := a.Base
 		if i%2 == 1 {
-			base = b.base
+			base = b.Base
 		}
 		_, op := createAndInstantiate(t, base, `{"delayMs":50}`)
 		ops = append(ops, op)
@@ -316,7 +173,7 @@ func TestTwoProcessesShareTheQueue(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for _, op := range ops {
 		for {
-			d := opDoc(t, a.base, op)
+			d := opDoc(t, a.Base, op)
 			if d["operationState"] == "COMPLETED" {
 				break
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg/vnfpkgtest"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
 // The dedicated load balancer topology (ha.lb_topology dedicated): the
@@ -58,15 +59,13 @@ func newK8sHALBEnv(t *testing.T) *k8sEnv {
 	srv := httptest.NewServer(sim)
 	t.Cleanup(func() { srv.Close(); _ = sim.Close() })
 	e.osEnv = &osEnv{t: t, sim: sim, simURL: srv.URL, db: pgtest.NewDB(t), key: secrets.NewKey()}
-	e.vnfm = start(t, e.db, e.key, kadmServerEnv+"=1", kadmNetnsEnv+"="+hn.CtlNamespace(), "VNFM_LEASE=10s")
+	e.vnfm = harness.Start(t, roleKubeadm, e.db, e.key, kadmNetnsEnv+"="+hn.CtlNamespace(), "VNFM_LEASE=10s")
 	t.Cleanup(func() {
-		e.vnfm.mu.Lock()
-		defer e.vnfm.mu.Unlock()
-		if logs := e.vnfm.logs.String(); strings.Contains(logs, "WARNING: DATA RACE") {
+		if logs := e.vnfm.Logs(); strings.Contains(logs, "WARNING: DATA RACE") {
 			t.Errorf("the VNFM process reported a data race:\n%s", logs)
 		}
 		if p := os.Getenv("KUBEADM_HA_LB_E2E_LOG"); p != "" {
-			_ = os.WriteFile(p, []byte(e.vnfm.logs.String()), 0o600)
+			_ = os.WriteFile(p, []byte(e.vnfm.Logs()), 0o600)
 		}
 	})
 	e.registerVim()

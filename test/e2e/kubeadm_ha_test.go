@@ -23,6 +23,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
 	"github.com/mini-vnfm/mini-vnfm/internal/vims"
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg/vnfpkgtest"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
 // The HA kubeadm end-to-end test: the kubeadm-ha sample (3 masters behind
@@ -71,15 +72,13 @@ func newK8sHAEnvWith(t *testing.T, realHeat bool) *k8sEnv {
 	}
 	e.serve(sim)
 	e.db, e.key = pgtest.NewDB(t), secrets.NewKey()
-	e.vnfm = start(t, e.db, e.key, e.vnfmEnv(kadmServerEnv+"=1", kadmNetnsEnv+"="+hn.CtlNamespace(), "VNFM_LEASE=10s")...)
+	e.vnfm = harness.Start(t, roleKubeadm, e.db, e.key, e.vnfmEnv(kadmNetnsEnv+"="+hn.CtlNamespace(), "VNFM_LEASE=10s")...)
 	t.Cleanup(func() {
-		e.vnfm.mu.Lock()
-		defer e.vnfm.mu.Unlock()
-		if logs := e.vnfm.logs.String(); strings.Contains(logs, "WARNING: DATA RACE") {
+		if logs := e.vnfm.Logs(); strings.Contains(logs, "WARNING: DATA RACE") {
 			t.Errorf("the VNFM process reported a data race:\n%s", logs)
 		}
 		if p := os.Getenv("KUBEADM_HA_E2E_LOG"); p != "" {
-			_ = os.WriteFile(p, []byte(e.vnfm.logs.String()), 0o600)
+			_ = os.WriteFile(p, []byte(e.vnfm.Logs()), 0o600)
 		}
 	})
 	e.registerVim()

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -33,6 +32,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
 	"github.com/mini-vnfm/mini-vnfm/internal/vims"
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg/vnfpkgtest"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
 // The kubeadm end-to-end test: the VNFM as a separate process with the
@@ -40,53 +40,30 @@ import (
 // the simulator's servers as real SSH hosts with the Kubernetes stand-in
 // installed, the kubeadm-single sample package onboarded over HTTP.
 const (
-	kadmServerEnv = "VNFM_E2E_KUBEADM_SERVER"
 	// kadmNetnsEnv names the network namespace the VNFM dials the hosts in.
 	kadmNetnsEnv = "VNFM_E2E_KUBEADM_NETNS"
 )
 
-func init() {
-	if os.Getenv(kadmServerEnv) == "1" {
-		os.Exit(serveKubeadm())
-	}
-}
-
-func serveKubeadm() int {
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop()
-	}()
-	if err := store.MigrateUp(ctx, cfg.DatabaseURL); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	st, err := store.Open(ctx, cfg.DatabaseURL, slog.Default())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer st.Close()
-	ns := testhosts.NetnsPath(os.Getenv(kadmNetnsEnv))
-	mgmt := server.DefaultMgmt(server.MgmtOptions{Pins: st.HostKeyPins(),
-		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return testhosts.DialInNetns(ctx, ns, network, addr)
-		}})
-	d := openstack.New(driverOptions(3 * time.Minute))
-	err = server.Run(ctx, cfg, server.Options{Version: "e2e-kubeadm", Infra: server.NewInfraResolver(d, nil), Mgmt: mgmt,
-		Ready: func(addr string) { fmt.Printf("READY %s\n", addr) }})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
+// roleKubeadm is the VNFM with the OpenStack driver and the built-in
+// management drivers dialing the test hosts in their network namespace.
+var roleKubeadm = harness.Role("kubeadm", func() int {
+	return harness.Serve("e2e-kubeadm", func(ctx context.Context, cfg *config.Config) (server.Options, func(), error) {
+		if err := store.MigrateUp(ctx, cfg.DatabaseURL); err != nil {
+			return server.Options{}, nil, err
+		}
+		st, err := store.Open(ctx, cfg.DatabaseURL, slog.Default())
+		if err != nil {
+			return server.Options{}, nil, err
+		}
+		ns := testhosts.NetnsPath(os.Getenv(kadmNetnsEnv))
+		mgmt := server.DefaultMgmt(server.MgmtOptions{Pins: st.HostKeyPins(),
+			Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				return testhosts.DialInNetns(ctx, ns, network, addr)
+			}})
+		d := openstack.New(driverOptions(3 * time.Minute))
+		return server.Options{Infra: server.NewInfraResolver(d, nil), Mgmt: mgmt}, st.Close, nil
+	})
+})
 
 const (
 	k8sNodePassword = "Pa55-w0rd'x"
@@ -123,15 +100,13 @@ func newK8sEnv(t *testing.T) *k8sEnv {
 	srv := httptest.NewServer(sim)
 	t.Cleanup(func() { srv.Close(); _ = sim.Close() })
 	e.osEnv = &osEnv{t: t, sim: sim, simURL: srv.URL, db: pgtest.NewDB(t), key: secrets.NewKey()}
-	e.vnfm = start(t, e.db, e.key, kadmServerEnv+"=1", kadmNetnsEnv+"="+hn.CtlNamespace(), "VNFM_LEASE=10s")
+	e.vnfm = harness.Start(t, roleKubeadm, e.db, e.key, kadmNetnsEnv+"="+hn.CtlNamespace(), "VNFM_LEASE=10s")
 	t.Cleanup(func() {
-		e.vnfm.mu.Lock()
-		defer e.vnfm.mu.Unlock()
-		if logs := e.vnfm.logs.String(); strings.Contains(logs, "WARNING: DATA RACE") {
+		if logs := e.vnfm.Logs(); strings.Contains(logs, "WARNING: DATA RACE") {
 			t.Errorf("the VNFM process reported a data race:\n%s", logs)
 		}
 		if p := os.Getenv("KUBEADM_E2E_LOG"); p != "" {
-			_ = os.WriteFile(p, []byte(e.vnfm.logs.String()), 0o600)
+			_ = os.WriteFile(p, []byte(e.vnfm.Logs()), 0o600)
 		}
 	})
 	e.registerVim()
@@ -207,33 +182,13 @@ func (e *k8sEnv) instantiateBody() map[string]any {
 func (e *k8sEnv) lcmLong(inst, task string, body any, want string) map[string]any {
 	e.t.Helper()
 	h, _ := e.post("/vnflcm/v1/vnf_instances/"+inst+"/"+task, body, http.StatusAccepted)
-	loc := h.Get("Location")
-	return e.waitLong(loc[strings.LastIndex(loc, "/")+1:], want)
+	return e.waitLong(harness.OpID(h.Get("Location")), want)
 }
 
 func (e *k8sEnv) waitLong(opID, want string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(e.patience(4 * time.Minute))
-	for {
-		d := e.get("/vnflcm/v1/vnf_lcm_op_occs/" + opID)
-		switch s := d["operationState"]; s {
-		case "COMPLETED", "FAILED_TEMP", "ROLLED_BACK", "FAILED":
-			if s != want {
-				e.vnfm.mu.Lock()
-				logs := e.vnfm.logs.String()
-				e.vnfm.mu.Unlock()
-				if len(logs) > 20000 {
-					logs = logs[len(logs)-20000:]
-				}
-				e.t.Fatalf("op %s (%v) ended %v, want %s: %v\n--- VNFM log tail:\n%s", opID, d["operation"], s, want, d["error"], logs)
-			}
-			return d
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("op %s stuck in %v", opID, d["operationState"])
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return harness.Wait{Within: e.patience(4 * time.Minute), Poll: 100 * time.Millisecond,
+		Explain: func() string { return "--- VNFM log tail:\n" + e.vnfm.LogTail(20000) }}.Op(e.t, e.vnfm.Base, opID, want)
 }
 
 func (e *k8sEnv) opTask(opID, task string, want string) map[string]any {

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -37,6 +36,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg/vnfpkgtest"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kubespray"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
 // The kubespray end-to-end test: the VNFM as its own process with the
@@ -46,8 +46,7 @@ import (
 // ansible-playbook and the stand-in kubespray tree (internal/ansiblehost),
 // and the kubespray sample package onboarded over HTTP.
 const (
-	kspServerEnv = "VNFM_E2E_KUBESPRAY_SERVER"
-	kspNetnsEnv  = "VNFM_E2E_KUBESPRAY_NETNS"
+	kspNetnsEnv = "VNFM_E2E_KUBESPRAY_NETNS"
 
 	kspSubnet      = "10.77.62.0/24"
 	kspAnsibleIP   = "10.77.62.250"
@@ -61,48 +60,26 @@ const (
 	kspKnownHosts  = "10.0.0.1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOperatorsOwnEntryMustSurviveTheDriver00000\n"
 )
 
-func init() {
-	if os.Getenv(kspServerEnv) == "1" {
-		os.Exit(serveKubespray())
-	}
-}
-
-func serveKubespray() int {
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop()
-	}()
-	if err := store.MigrateUp(ctx, cfg.DatabaseURL); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	st, err := store.Open(ctx, cfg.DatabaseURL, slog.Default())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer st.Close()
-	ns := testhosts.NetnsPath(os.Getenv(kspNetnsEnv))
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return testhosts.DialInNetns(ctx, ns, network, addr)
-	}
-	mgmt := mgmtdrivers.NewRegistry(server.NewKubesprayDriver(st.HostKeyPins(), dial))
-	d := openstack.New(openstack.Options{PollMin: 20 * time.Millisecond, PollMax: 200 * time.Millisecond, StackTimeout: 3 * time.Minute})
-	err = server.Run(ctx, cfg, server.Options{Version: "e2e-kubespray", Infra: server.NewInfraResolver(d, nil), Mgmt: mgmt,
-		Ready: func(addr string) { fmt.Printf("READY %s\n", addr) }})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
+// roleKubespray is the VNFM with the OpenStack driver and the kubespray
+// driver dialing the test hosts in their network namespace.
+var roleKubespray = harness.Role("kubespray", func() int {
+	return harness.Serve("e2e-kubespray", func(ctx context.Context, cfg *config.Config) (server.Options, func(), error) {
+		if err := store.MigrateUp(ctx, cfg.DatabaseURL); err != nil {
+			return server.Options{}, nil, err
+		}
+		st, err := store.Open(ctx, cfg.DatabaseURL, slog.Default())
+		if err != nil {
+			return server.Options{}, nil, err
+		}
+		ns := testhosts.NetnsPath(os.Getenv(kspNetnsEnv))
+		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return testhosts.DialInNetns(ctx, ns, network, addr)
+		}
+		mgmt := mgmtdrivers.NewRegistry(server.NewKubesprayDriver(st.HostKeyPins(), dial).Driver())
+		d := openstack.New(openstack.Options{PollMin: 20 * time.Millisecond, PollMax: 200 * time.Millisecond, StackTimeout: 3 * time.Minute})
+		return server.Options{Infra: server.NewInfraResolver(d, nil), Mgmt: mgmt}, st.Close, nil
+	})
+})
 
 type kspEnv struct {
 	*osEnv
@@ -162,7 +139,7 @@ chown %[1]s /home/%[1]s/.ssh/known_hosts`, kspAnsibleUser, kspKnownHosts))
 	srv := httptest.NewServer(sim)
 	t.Cleanup(func() { srv.Close(); _ = sim.Close() })
 	e.sim, e.simURL, e.db, e.key = sim, srv.URL, pgtest.NewDB(t), secrets.NewKey()
-	e.vnfm = start(t, e.db, e.key, kspServerEnv+"=1", kspNetnsEnv+"="+hn.CtlNamespace(), "VNFM_LEASE=10s")
+	e.vnfm = harness.Start(t, roleKubespray, e.db, e.key, kspNetnsEnv+"="+hn.CtlNamespace(), "VNFM_LEASE=10s")
 	e.registerVim()
 	e.onboardKubespray()
 	return e
@@ -252,33 +229,14 @@ func (e *kspEnv) instantiateBody() map[string]any {
 func (e *kspEnv) lcmWait(inst, task string, body any, want string) map[string]any {
 	e.t.Helper()
 	h, _ := e.post("/vnflcm/v1/vnf_instances/"+inst+"/"+task, body, http.StatusAccepted)
-	loc := h.Get("Location")
-	return e.waitFor(loc[strings.LastIndex(loc, "/")+1:], want)
+	return e.waitFor(harness.OpID(h.Get("Location")), want)
 }
 
 func (e *kspEnv) waitFor(opID, want string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(6 * time.Minute)
-	for {
-		d := e.get("/vnflcm/v1/vnf_lcm_op_occs/" + opID)
-		switch s := d["operationState"]; s {
-		case "COMPLETED", "FAILED_TEMP", "ROLLED_BACK", "FAILED":
-			if s != want {
-				e.vnfm.mu.Lock()
-				logs := e.vnfm.logs.String()
-				e.vnfm.mu.Unlock()
-				if len(logs) > 30000 {
-					logs = logs[len(logs)-30000:]
-				}
-				e.t.Fatalf("op %s (%v) ended %v, want %s: %v\n--- VNFM log tail:\n%s\n--- Ansible server log:\n%s", opID, d["operation"], s, want, d["error"], logs, e.ansible.Log())
-			}
-			return d
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("op %s stuck in %v", opID, d["operationState"])
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return harness.Wait{Within: 6 * time.Minute, Poll: 100 * time.Millisecond, Explain: func() string {
+		return "--- VNFM log tail:\n" + e.vnfm.LogTail(30000) + "\n--- Ansible server log:\n" + e.ansible.Log()
+	}}.Op(e.t, e.vnfm.Base, opID, want)
 }
 
 func (e *kspEnv) hostOf(v vnfc) *testhosts.Host {
@@ -541,7 +499,7 @@ func TestKubesprayClusterLifecycle(t *testing.T) {
 	bad := e.instantiateBody()
 	delete(bad["additionalParams"].(map[string]any)[kubespray.ParamKey].(map[string]any)["ansible"].(map[string]any), "kubespray_root_path")
 	code, _, doc := e.do("POST", "/vnflcm/v1/vnf_instances/"+inst+"/instantiate", "application/json", mustJSON(bad))
-	if code != http.StatusUnprocessableEntity || !strings.Contains(fmt.Sprint(doc), "ansible.kubespray_root_path is required") {
+	if code != http.StatusUnprocessableEntity || !strings.Contains(fmt.Sprint(doc), "ansible.kubespray_root_path: is required") {
 		t.Fatalf("instantiate without kubespray_root_path: %d %v", code, doc)
 	}
 

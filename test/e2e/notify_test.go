@@ -13,6 +13,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
 // TestNotificationsSurviveReceiverOutageAndKill9: the NFVO's endpoint is down
@@ -51,19 +52,21 @@ func TestNotificationsSurviveReceiverOutageAndKill9(t *testing.T) {
 	}))
 	defer nfvo.Close()
 
-	a := start(t, db, key, "VNFM_NOTIFY_BACKOFF_MIN=200ms", "VNFM_NOTIFY_BACKOFF_MAX=2s")
-	if code, _, b := call(t, "POST", a.base+"/vnflcm/v1/subscriptions", `{"callbackUri":"`+nfvo.URL+`/notify"}`); code != 201 {
+	a := harness.Start(t, roleFake, db, key, "VNFM_NOTIFY_BACKOFF_MIN=200ms", "VNFM_NOTIFY_BACKOFF_MAX=2s")
+	if code, _, b := call(t, "POST", a.Base+"/vnflcm/v1/subscriptions", `{"callbackUri":"`+nfvo.URL+`/notify"}`); code != 201 {
 		t.Fatalf("subscribe: %d %s", code, b)
 	}
 	down.Store(true)
 	outage := time.Now()
-	_, op1 := createAndInstantiate(t, a.base, `{"delayMs":100}`)
-	waitOp(t, a.base, op1, "COMPLETED")
-	_, op2 := createAndInstantiate(t, a.base, `{"delayMs":400}`)
+	_, op1 := createAndInstantiate(t, a.Base, `{"delayMs":100}`)
+	harness.WaitOp(t, a.Base, op1, 30*time.Second, "COMPLETED")
+	_, op2 := createAndInstantiate(t, a.Base, `{"delayMs":400}`)
 	time.Sleep(300 * time.Millisecond) // op2 is running
-	a.kill9(t)
-	b := start(t, db, key, "VNFM_NOTIFY_BACKOFF_MIN=200ms", "VNFM_NOTIFY_BACKOFF_MAX=2s")
-	waitOp(t, b.base, op2, "COMPLETED")
+	if err := a.Kill9(); err != nil {
+		t.Fatal(err)
+	}
+	b := harness.Start(t, roleFake, db, key, "VNFM_NOTIFY_BACKOFF_MIN=200ms", "VNFM_NOTIFY_BACKOFF_MAX=2s")
+	harness.WaitOp(t, b.Base, op2, 30*time.Second, "COMPLETED")
 	if d := 60*time.Second - time.Since(outage); d > 0 {
 		time.Sleep(d)
 	}
@@ -102,20 +105,5 @@ func TestNotificationsSurviveReceiverOutageAndKill9(t *testing.T) {
 	}
 	if strings.Join(keys, ",") != strings.Join(want, ",") {
 		t.Fatalf("notifications after the outage:\n got %v\nwant %v", keys, want)
-	}
-}
-
-func waitOp(t *testing.T, base, opID, state string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		d := opDoc(t, base, opID)
-		if d["operationState"] == state {
-			return
-		}
-		if time.Now().After(deadline) || d["operationState"] == "FAILED_TEMP" {
-			t.Fatalf("op %s: %v %v", opID, d["operationState"], d["error"])
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

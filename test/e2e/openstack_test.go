@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -30,40 +29,18 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg"
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg/vnfpkgtest"
+	"github.com/mini-vnfm/mini-vnfm/test/harness"
 )
 
-// osServerEnv makes the re-executed test binary serve with the built-in
-// infra resolver (the OpenStack driver) instead of the fake drivers. It is
-// checked in init, before TestMain looks at serverEnv.
-const osServerEnv = "VNFM_E2E_OPENSTACK_SERVER"
-
-func init() {
-	if os.Getenv(osServerEnv) == "1" {
-		os.Exit(serveOpenStack())
-	}
-}
-
-func serveOpenStack() int {
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop()
-	}()
-	d := openstack.New(driverOptions(time.Minute))
-	err = server.Run(ctx, cfg, server.Options{Version: "e2e-openstack", Infra: server.NewInfraResolver(d, nil),
-		Observer: killAtFromEnv(), Ready: func(addr string) { fmt.Printf("READY %s\n", addr) }})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
+// roleOpenStack is this test binary re-executed as a VNFM with the
+// built-in infra resolver (the OpenStack driver) and management drivers;
+// VNFM_E2E_KILL_AT makes it die at a checkpoint (crash_test.go).
+var roleOpenStack = harness.Role("openstack", func() int {
+	return harness.Serve("e2e-openstack", func(context.Context, *config.Config) (server.Options, func(), error) {
+		d := openstack.New(driverOptions(time.Minute))
+		return server.Options{Infra: server.NewInfraResolver(d, nil), Observer: killAtFromEnv()}, nil, nil
+	})
+})
 
 const simNetID = "8d3e6a52-4c1f-4c55-9d0e-6e1b2f3a4b01"
 
@@ -102,7 +79,7 @@ type osEnv struct {
 	tenant osworld.Tenant
 	db     string
 	key    string
-	vnfm   *proc
+	vnfm   *harness.Process
 	vimID  string
 	vnfdID string
 }
@@ -127,7 +104,7 @@ func newOSEnvWith(t *testing.T, realHeat bool) *osEnv {
 	}
 	e.serve(sim)
 	e.db, e.key = pgtest.NewDB(t), secrets.NewKey()
-	e.vnfm = start(t, e.db, e.key, e.vnfmEnv(osServerEnv+"=1")...)
+	e.vnfm = harness.Start(t, roleOpenStack, e.db, e.key, e.vnfmEnv()...)
 	e.registerVim()
 	e.onboard()
 	return e
@@ -139,7 +116,7 @@ func (e *osEnv) do(method, path, contentType string, body []byte) (int, http.Hea
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, _ := http.NewRequest(method, e.vnfm.base+path, rd)
+	req, _ := http.NewRequest(method, e.vnfm.Base+path, rd)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
@@ -274,8 +251,7 @@ func (e *osEnv) onboard() {
 func (e *osEnv) lcm(inst, task string, body any, want string) map[string]any {
 	e.t.Helper()
 	h, _ := e.post("/vnflcm/v1/vnf_instances/"+inst+"/"+task, body, http.StatusAccepted)
-	loc := h.Get("Location")
-	return e.waitOp(loc[strings.LastIndex(loc, "/")+1:], want)
+	return e.waitOp(harness.OpID(h.Get("Location")), want)
 }
 
 // patience is how long an operation may take: real Heat is slower than
@@ -289,21 +265,7 @@ func (e *osEnv) patience(d time.Duration) time.Duration {
 
 func (e *osEnv) waitOp(opID, want string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(e.patience(90 * time.Second))
-	for {
-		d := e.get("/vnflcm/v1/vnf_lcm_op_occs/" + opID)
-		switch s := d["operationState"]; s {
-		case "COMPLETED", "FAILED_TEMP", "ROLLED_BACK", "FAILED":
-			if s != want {
-				e.t.Fatalf("op %s (%v) ended %v, want %s: %v", opID, d["operation"], s, want, d["error"])
-			}
-			return d
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("op %s stuck in %v", opID, d["operationState"])
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return harness.Wait{Within: e.patience(90 * time.Second), Poll: 50 * time.Millisecond}.Op(e.t, e.vnfm.Base, opID, want)
 }
 
 func (e *osEnv) createInstance() string {
@@ -596,11 +558,13 @@ func testOpenStackRollbackAndKill9(t *testing.T, realHeat bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	e.vnfm.kill9(t)
+	if err := e.vnfm.Kill9(); err != nil {
+		t.Fatal(err)
+	}
 	if d := opDocAt(t, e.db, opID); d != "PROCESSING" && d != "STARTING" {
 		t.Fatalf("the op was %s when the VNFM was killed", d)
 	}
-	e.vnfm = start(t, e.db, e.key, e.vnfmEnv(osServerEnv+"=1")...)
+	e.vnfm = harness.Start(t, roleOpenStack, e.db, e.key, e.vnfmEnv()...)
 	e.waitOp(opID, "COMPLETED")
 	if n := e.liveStacks(); n != 1 {
 		t.Errorf("%d top-level stacks after the resume", n)

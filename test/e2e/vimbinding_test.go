@@ -64,7 +64,7 @@ func TestStoredVimCredentialsStayWithTheirVim(t *testing.T) {
 	if code, _, doc := e.do("POST", "/vnflcm/v1/vnf_instances/"+inst+"/instantiate", "application/json", b); code != http.StatusUnprocessableEntity {
 		t.Fatalf("instantiate towards another endpoint with vimId: %d %v, want 422", code, doc)
 	}
-	res, err := http.Get(e.vnfm.base + "/vnflcm/v1/vnf_lcm_op_occs?filter=" + url.QueryEscape("(eq,vnfInstanceId,"+inst+")"))
+	res, err := http.Get(e.vnfm.Base + "/vnflcm/v1/vnf_lcm_op_occs?filter=" + url.QueryEscape("(eq,vnfInstanceId,"+inst+")"))
 	if err != nil {
 		t.Fatal(err)
 	}

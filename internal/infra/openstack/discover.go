@@ -27,6 +27,7 @@ const (
 	MetaGroupMember  = "groupMember"            // the member resource name in the group
 	MetaFingerprints = "sshHostKeyFingerprints" // SHA256:… fingerprints from the console log
 	MetaHostKeys     = "sshHostKeys"            // host public keys from the console log
+	MetaFloatingIP   = "floatingIpAddress"      // vnfcCpInfo[].metadata, extCpInfo[].metadata: the port's floating IP
 )
 
 // vnfcID is the stable id of a resource placed at path in the stack tree:
@@ -294,7 +295,7 @@ func (d *Driver) discover(ctx context.Context, c *clients, s stackRef, in discov
 			cp := model.VnfcCpInfo{ID: cpID, CpdID: pi.res.Name, CpProtocolInfo: cpProtocolInfo(pi.port),
 				Metadata: map[string]any{"portId": pi.port.ID, "networkId": pi.port.NetworkID}}
 			if pi.fip != "" {
-				cp.Metadata["floatingIpAddress"] = pi.fip
+				cp.Metadata[MetaFloatingIP] = pi.fip
 			}
 			if isExternal(pi.res.Name, pi.port.NetworkID) {
 				cp.VnfExtCpID = cpID
@@ -328,7 +329,7 @@ func (out *discovered) addExtCp(vim, id, vnfcCp string, pi *portInfo) {
 	e := model.ExtCpInfo{ID: id, CpdID: pi.res.Name, CpProtocolInfo: cpProtocolInfo(pi.port), AssociatedVnfcCpID: vnfcCp,
 		ExtLinkPortID: pi.port.ID}
 	if pi.fip != "" {
-		e.Metadata = map[string]any{"floatingIpAddress": pi.fip}
+		e.Metadata = map[string]any{MetaFloatingIP: pi.fip}
 	}
 	out.extCps = append(out.extCps, e)
 	out.linkPorts = append(out.linkPorts, extPort{cpd: pi.res.Name, network: pi.port.NetworkID, port: model.ExtLinkPortInfo{ID: pi.port.ID,

@@ -184,7 +184,7 @@ func (d *Driver) connect(ctx context.Context, op *driverapi.Op) (*clients, error
 }
 
 // template reads the flavour's Heat templates from the package.
-func (d *Driver) template(op *driverapi.Op) ([]byte, map[string]string, *layout, error) {
+func (d *Driver) template(ctx context.Context, op *driverapi.Op) ([]byte, map[string]string, *layout, error) {
 	fl := op.Flavour
 	if fl == nil {
 		return nil, nil, nil, errors.New("the VNF instance has no deployment flavour")
@@ -192,7 +192,7 @@ func (d *Driver) template(op *driverapi.Op) ([]byte, map[string]string, *layout,
 	if op.Package == nil {
 		return nil, nil, nil, errors.New("the VNF package is not available to the driver")
 	}
-	_, tmpl, files, err := op.Package.HeatTemplate(fl.ID)
+	tmpl, files, err := heatTemplate(ctx, op.Package, fl)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("flavour %s: Heat base template (BaseHOT/%s/): %w", fl.ID, fl.ID, err)
 	}
@@ -471,15 +471,15 @@ func (d *Driver) Instantiate(ctx context.Context, op *driverapi.Op) error {
 	if err != nil {
 		return err
 	}
-	req, ok := op.Request.(*model.InstantiateVnfRequest)
-	if !ok {
-		return fmt.Errorf("instantiate: unexpected request %T", op.Request)
+	req := op.Request.Instantiate
+	if req == nil {
+		return errors.New("instantiate: the operation has no InstantiateVnfRequest")
 	}
-	tmpl, files, lay, err := d.template(op)
+	tmpl, files, lay, err := d.template(ctx, op)
 	if err != nil {
 		return err
 	}
-	if _, ok := op.AdditionalParams["lcm-operation-user-data"]; ok {
+	if _, ok := req.AdditionalParams["lcm-operation-user-data"]; ok {
 		d.log(op).Info("additionalParams.lcm-operation-user-data is served by the driver's built-in parameter builder; the script is not run")
 	}
 	c, err := d.connect(ctx, op)
@@ -487,7 +487,7 @@ func (d *Driver) Instantiate(ctx context.Context, op *driverapi.Op) error {
 		return err
 	}
 	params := lay.parameters(paramInput{Flavour: op.Flavour, Levels: levelsOf(info), ExtVirtualLinks: req.ExtVirtualLinks,
-		ExtManagedVirtualLinks: req.ExtManagedVirtualLinks, AdditionalParams: op.AdditionalParams})
+		ExtManagedVirtualLinks: req.ExtManagedVirtualLinks, AdditionalParams: req.AdditionalParams})
 	ref, err := d.ensureCreated(ctx, op, c, nodeStack, d.createBody(StackName(op.Instance.ID), tmpl, files, params))
 	if err != nil {
 		return err
@@ -505,19 +505,24 @@ func (d *Driver) Scale(ctx context.Context, op *driverapi.Op) error {
 	if err != nil {
 		return err
 	}
-	req, ok := op.Request.(*model.ScaleVnfRequest)
-	if !ok {
-		return fmt.Errorf("scale: unexpected request %T", op.Request)
+	req := op.Request.Scale
+	if req == nil {
+		return errors.New("scale: the operation has no ScaleVnfRequest")
 	}
 	if _, ok := op.Scratch[ScratchPreScale]; !ok && op.Scratch != nil {
 		b, _ := json.Marshal(vnfcIDs(info.VnfcResourceInfo))
 		op.Scratch[ScratchPreScale] = b
 	}
-	victims, err := ScaleInVictims(op)
-	if err != nil {
-		return err
+	victims := op.Victims
+	if req.Type == model.ScaleIn && victims == nil {
+		// The engine chose none (an operation accepted before it did): choose now.
+		v, err := d.ScaleInVictims(ctx, op)
+		if err != nil {
+			return err
+		}
+		victims, op.Victims = v, v
 	}
-	_, _, lay, err := d.template(op)
+	_, _, lay, err := d.template(ctx, op)
 	if err != nil {
 		return err
 	}
@@ -634,7 +639,7 @@ func (d *Driver) RollbackScale(ctx context.Context, op *driverapi.Op) error {
 	if raw, ok := op.Scratch[ScratchPreScale]; ok {
 		_ = json.Unmarshal(raw, &pre)
 	}
-	_, _, lay, err := d.template(op)
+	_, _, lay, err := d.template(ctx, op)
 	if err != nil {
 		return err
 	}
@@ -677,9 +682,9 @@ func (d *Driver) Heal(ctx context.Context, op *driverapi.Op) error {
 	if err != nil {
 		return err
 	}
-	req, ok := op.Request.(*model.HealVnfRequest)
-	if !ok {
-		return fmt.Errorf("heal: unexpected request %T", op.Request)
+	req := op.Request.Heal
+	if req == nil {
+		return errors.New("heal: the operation has no HealVnfRequest")
 	}
 	if len(req.VnfcInstanceID) == 0 {
 		return d.healEntire(ctx, op, info)
@@ -697,7 +702,7 @@ func (d *Driver) Heal(ctx context.Context, op *driverapi.Op) error {
 			ids = append(ids, id)
 		}
 	}
-	_, _, lay, err := d.template(op)
+	_, _, lay, err := d.template(ctx, op)
 	if err != nil {
 		return err
 	}
@@ -765,7 +770,7 @@ type healParams struct {
 // instantiation; capacities of the current scale levels).
 func (d *Driver) healEntire(ctx context.Context, op *driverapi.Op, info *model.InstantiatedVnfInfo) error {
 	p := progress{op}
-	tmpl, files, lay, err := d.template(op)
+	tmpl, files, lay, err := d.template(ctx, op)
 	if err != nil {
 		return err
 	}
@@ -823,11 +828,11 @@ func (d *Driver) ChangeExtConn(ctx context.Context, op *driverapi.Op) error {
 	if err != nil {
 		return err
 	}
-	req, ok := op.Request.(*model.ChangeExtVnfConnectivityRequest)
-	if !ok {
-		return fmt.Errorf("change_ext_conn: unexpected request %T", op.Request)
+	req := op.Request.ChangeExtConn
+	if req == nil {
+		return errors.New("change_ext_conn: the operation has no ChangeExtVnfConnectivityRequest")
 	}
-	_, _, lay, err := d.template(op)
+	_, _, lay, err := d.template(ctx, op)
 	if err != nil {
 		return err
 	}
@@ -874,7 +879,7 @@ func (d *Driver) ChangeExtConn(ctx context.Context, op *driverapi.Op) error {
 // and waits until it is gone; a stack already gone is success.
 func (d *Driver) Terminate(ctx context.Context, op *driverapi.Op) error {
 	p := progress{op}
-	if req, ok := op.Request.(*model.TerminateVnfRequest); ok && strings.EqualFold(req.TerminationType, "GRACEFUL") &&
+	if req := op.Request.Terminate; req != nil && strings.EqualFold(req.TerminationType, "GRACEFUL") &&
 		req.GracefulTerminationTimeout != nil && *req.GracefulTerminationTimeout > 0 {
 		if _, done := p.completed(nodeGracefulWait); !done {
 			wait := time.Duration(*req.GracefulTerminationTimeout) * time.Second

@@ -129,12 +129,12 @@ func clone[T any](t *testing.T, v T) T {
 func (h *harness) start(operation string, req any) *run {
 	t := h.t
 	in := clone(t, h.inst)
-	op := &driverapi.Op{ID: uuid.NewString(), Operation: operation, Instance: in, Vnfd: testVnfd(), Request: req,
+	op := &driverapi.Op{ID: uuid.NewString(), Operation: operation, Instance: in, Vnfd: testVnfd(),
 		Package: dirPackage{"testdata"}, Previous: map[string]json.RawMessage{}, Scratch: map[string]json.RawMessage{},
 		ResourceChanges: &model.ResourceChanges{}, CancelRequested: func() bool { return false }}
 	switch r := req.(type) {
 	case *model.InstantiateVnfRequest:
-		op.AdditionalParams = r.AdditionalParams
+		op.Request.Instantiate = r
 		in.VimConnectionInfo = []model.VimConnectionInfo{h.vim}
 		fl := op.Vnfd.Flavours[r.FlavourID]
 		lvl := r.InstantiationLevelID
@@ -144,7 +144,7 @@ func (h *harness) start(operation string, req any) *run {
 		in.InstantiatedVnfInfo = &model.InstantiatedVnfInfo{FlavourID: fl.ID, VnfState: "STARTED", AdditionalParams: r.AdditionalParams,
 			ScaleStatus: []model.ScaleInfo{{AspectID: "worker_instance", ScaleLevel: fl.InstantiationLevels[lvl].ScaleLevels["worker_instance"]}}}
 	case *model.ScaleVnfRequest:
-		op.AdditionalParams = r.AdditionalParams
+		op.Request.Scale = r
 		info := in.InstantiatedVnfInfo
 		op.Previous["scaleStatus"], _ = json.Marshal(info.ScaleStatus)
 		delta := r.Steps()
@@ -153,11 +153,11 @@ func (h *harness) start(operation string, req any) *run {
 		}
 		info.ScaleStatus[0].ScaleLevel += delta
 	case *model.HealVnfRequest:
-		op.AdditionalParams = r.AdditionalParams
+		op.Request.Heal = r
 	case *model.TerminateVnfRequest:
-		op.AdditionalParams = r.AdditionalParams
+		op.Request.Terminate = r
 	case *model.ChangeExtVnfConnectivityRequest:
-		op.AdditionalParams = r.AdditionalParams
+		op.Request.ChangeExtConn = r
 	}
 	if in.InstantiatedVnfInfo != nil {
 		op.Flavour = op.Vnfd.Flavours[in.InstantiatedVnfInfo.FlavourID]
@@ -176,7 +176,6 @@ func (r *run) attempt(ctx context.Context, step string, f func(context.Context, 
 	op.Scratch = clone(t, w.Scratch)
 	op.Previous = clone(t, w.Previous)
 	op.ResourceChanges = clone(t, w.ResourceChanges)
-	op.AdditionalParams = clone(t, w.AdditionalParams)
 	if op.Instance.InstantiatedVnfInfo != nil {
 		op.Flavour = op.Vnfd.Flavours[op.Instance.InstantiatedVnfInfo.FlavourID]
 	}
@@ -250,12 +249,12 @@ func (h *harness) instantiate() *driverapi.Op {
 func (h *harness) scale(typ string, steps int, ap map[string]any) (*driverapi.Op, []string) {
 	h.t.Helper()
 	r := h.start(model.OpScale, &model.ScaleVnfRequest{Type: typ, AspectID: "worker_instance", NumberOfSteps: &steps, AdditionalParams: ap})
-	// A management driver's scale_start asks for the victims first.
-	var victims []string
-	r.step("mgmt.scale_start", func(_ context.Context, op *driverapi.Op) (err error) {
-		victims, err = ScaleInVictims(op)
-		return err
-	})
+	// The engine asks for the victims before the first step.
+	victims, err := h.d.ScaleInVictims(context.Background(), r.work)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	r.work.Victims = victims
 	r.step("infra.scale", h.d.Scale)
 	return r.finish(), victims
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -44,33 +46,28 @@ func testVnfd() *model.Vnfd {
 		Flavours: map[string]*model.Flavour{"simple": testFlavour()}}
 }
 
-// dirPackage serves BaseHOT/<flavour>/ from testdata/<flavour>/.
+// dirPackage serves BaseHOT/<path> from testdata/<path>.
 type dirPackage struct{ dir string }
 
-func (p dirPackage) ReadFile(path string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(p.dir, path))
+func (p dirPackage) ReadFile(_ context.Context, path string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(p.dir, strings.TrimPrefix(path, "BaseHOT/")))
 }
 
-func (p dirPackage) HeatTemplate(flavourID string) (string, []byte, map[string]string, error) {
-	top, err := os.ReadFile(filepath.Join(p.dir, flavourID, "top.yaml"))
-	if err != nil {
-		return "", nil, nil, err
-	}
-	files := map[string]string{}
-	ents, _ := os.ReadDir(filepath.Join(p.dir, flavourID, "nested"))
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(p.dir, flavourID, "nested", e.Name()))
-		if err != nil {
-			return "", nil, nil, err
+func (p dirPackage) Files(context.Context) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(p.dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(p.dir, path)
+			out = append(out, "BaseHOT/"+filepath.ToSlash(rel))
 		}
-		files[e.Name()] = string(b)
-	}
-	return "BaseHOT/" + flavourID + "/top.yaml", top, files, nil
+		return err
+	})
+	return out, err
 }
 
 func readTemplate(t *testing.T) ([]byte, map[string]string) {
 	t.Helper()
-	_, top, files, err := dirPackage{"testdata"}.HeatTemplate("simple")
+	top, files, err := heatTemplate(context.Background(), dirPackage{"testdata"}, testFlavour())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -297,8 +298,8 @@ func victimsOp(t *testing.T, steps int, ap map[string]any) *driverapi.Op {
 		}}}
 	in = roundTrip(t, in)
 	return &driverapi.Op{Operation: model.OpScale, Instance: in, Flavour: fl,
-		Request:          &model.ScaleVnfRequest{Type: model.ScaleIn, AspectID: "worker_instance", NumberOfSteps: &steps, AdditionalParams: ap},
-		AdditionalParams: ap, Scratch: map[string]json.RawMessage{}, Previous: map[string]json.RawMessage{}}
+		Request: driverapi.Request{Scale: &model.ScaleVnfRequest{Type: model.ScaleIn, AspectID: "worker_instance", NumberOfSteps: &steps, AdditionalParams: ap}},
+		Scratch: map[string]json.RawMessage{}, Previous: map[string]json.RawMessage{}}
 }
 
 func TestScaleInVictims(t *testing.T) {
@@ -323,10 +324,18 @@ func TestScaleInVictims(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			op := victimsOp(t, tc.steps, roundTrip(t, tc.ap))
-			got, err := ScaleInVictims(op)
+			d := New(Options{})
+			got, err := d.ScaleInVictims(context.Background(), op)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				a := &driverapi.Accept{Request: op.Request, Flavour: op.Flavour, Instance: roundTrip(t, op.Instance), Package: dirPackage{"testdata"}}
+				for i := range a.Instance.InstantiatedVnfInfo.ScaleStatus {
+					a.Instance.InstantiatedVnfInfo.ScaleStatus[i].ScaleLevel += tc.steps
+				}
+				if err := d.CheckRequest(context.Background(), a); err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("CheckRequest: %v, want %q before the operation exists", err, tc.err)
 				}
 				return
 			}
@@ -336,19 +345,26 @@ func TestScaleInVictims(t *testing.T) {
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("victims %v, want %v", got, tc.want)
 			}
-			// Kept in Scratch: a later step (or a re-run after the
-			// instance changed) gets the same answer.
-			op.Instance.InstantiatedVnfInfo.VnfcResourceInfo = op.Instance.InstantiatedVnfInfo.VnfcResourceInfo[:1]
-			again, err := ScaleInVictims(op)
+			// The same instance gives the same answer (the engine asks
+			// again when a crash came before its first checkpoint).
+			again, err := d.ScaleInVictims(context.Background(), victimsOp(t, tc.steps, roundTrip(t, tc.ap)))
 			if err != nil || !reflect.DeepEqual(again, tc.want) {
 				t.Fatalf("second call %v %v", again, err)
+			}
+			// The accept-time check sees the same problems before the level changes.
+			a := &driverapi.Accept{Request: op.Request, Flavour: op.Flavour, Instance: roundTrip(t, op.Instance), Package: dirPackage{"testdata"}}
+			for i := range a.Instance.InstantiatedVnfInfo.ScaleStatus {
+				a.Instance.InstantiatedVnfInfo.ScaleStatus[i].ScaleLevel += tc.steps
+			}
+			if err := d.CheckRequest(context.Background(), a); err != nil {
+				t.Fatalf("CheckRequest: %v", err)
 			}
 		})
 	}
 	// Scale-out has no victims.
 	op := victimsOp(t, 1, nil)
-	op.Request.(*model.ScaleVnfRequest).Type = model.ScaleOut
-	if v, err := ScaleInVictims(op); v != nil || err != nil {
+	op.Request.Scale.Type = model.ScaleOut
+	if v, err := New(Options{}).ScaleInVictims(context.Background(), op); v != nil || err != nil {
 		t.Errorf("scale out: %v %v", v, err)
 	}
 }

@@ -18,14 +18,16 @@ import (
 
 type csarPackage struct{ p *vnfpkg.Package }
 
-func (c csarPackage) ReadFile(path string) ([]byte, error) { return c.p.ReadFile(path) }
+func (c csarPackage) ReadFile(_ context.Context, path string) ([]byte, error) {
+	return c.p.ReadFile(path)
+}
 
-func (c csarPackage) HeatTemplate(flavourID string) (string, []byte, map[string]string, error) {
-	ht, err := c.p.HeatTemplate(flavourID)
-	if err != nil {
-		return "", nil, nil, err
+func (c csarPackage) Files(context.Context) ([]string, error) {
+	var out []string
+	for _, f := range c.p.Files() {
+		out = append(out, f.Path)
 	}
-	return ht.Path, ht.Template, ht.Files, nil
+	return out, nil
 }
 
 // Every flavour of every sample package (samples/) instantiates, scales
@@ -67,12 +69,12 @@ func testSample(t *testing.T, vnfd *model.Vnfd, fl *model.Flavour, pkg driverapi
 	for _, a := range slices.Sorted(maps.Keys(fl.ScalingAspects)) {
 		in.InstantiatedVnfInfo.ScaleStatus = append(in.InstantiatedVnfInfo.ScaleStatus, model.ScaleInfo{AspectID: a, ScaleLevel: levels[a]})
 	}
-	newOp := func(operation string, req any, ap map[string]any) *driverapi.Op {
+	newOp := func(operation string, req driverapi.Request) *driverapi.Op {
 		return &driverapi.Op{ID: uuid.NewString(), Operation: operation, Instance: in, Vnfd: vnfd, Flavour: fl, Package: pkg,
-			Vim: &in.VimConnectionInfo[0], Request: req, AdditionalParams: ap, Previous: map[string]json.RawMessage{},
+			Vim: &in.VimConnectionInfo[0], Request: req, Previous: map[string]json.RawMessage{},
 			Scratch: map[string]json.RawMessage{}, ResourceChanges: &model.ResourceChanges{}, Progress: (&journal{}).progress("x")}
 	}
-	op := newOp(model.OpInstantiate, req, req.AdditionalParams)
+	op := newOp(model.OpInstantiate, driverapi.Request{Instantiate: req})
 	if err := h.d.Instantiate(context.Background(), op); err != nil {
 		t.Fatalf("instantiate: %v", err)
 	}
@@ -126,7 +128,7 @@ func testSample(t *testing.T, vnfd *model.Vnfd, fl *model.Flavour, pkg driverapi
 			}
 			one := 1
 			sreq := &model.ScaleVnfRequest{Type: typ, AspectID: aspect, NumberOfSteps: &one}
-			op := newOp(model.OpScale, sreq, nil)
+			op := newOp(model.OpScale, driverapi.Request{Scale: sreq})
 			op.Previous["scaleStatus"], _ = json.Marshal(in.InstantiatedVnfInfo.ScaleStatus)
 			for i := range in.InstantiatedVnfInfo.ScaleStatus {
 				if s := &in.InstantiatedVnfInfo.ScaleStatus[i]; s.AspectID == aspect {
@@ -137,10 +139,11 @@ func testSample(t *testing.T, vnfd *model.Vnfd, fl *model.Flavour, pkg driverapi
 					}
 				}
 			}
-			victims, err := ScaleInVictims(op)
+			victims, err := h.d.ScaleInVictims(context.Background(), op)
 			if err != nil {
 				t.Fatal(err)
 			}
+			op.Victims = victims
 			if err := h.d.Scale(context.Background(), op); err != nil {
 				t.Fatalf("%s %s: %v", typ, aspect, err)
 			}
@@ -150,7 +153,7 @@ func testSample(t *testing.T, vnfd *model.Vnfd, fl *model.Flavour, pkg driverapi
 			}
 		}
 	}
-	if err := h.d.Terminate(context.Background(), newOp(model.OpTerminate, &model.TerminateVnfRequest{TerminationType: "FORCEFUL"}, nil)); err != nil {
+	if err := h.d.Terminate(context.Background(), newOp(model.OpTerminate, driverapi.Request{Terminate: &model.TerminateVnfRequest{TerminationType: "FORCEFUL"}})); err != nil {
 		t.Fatal(err)
 	}
 	if len(h.simServers()) != 0 || len(h.stacksNamed(StackName(in.ID))) != 0 {

@@ -1,7 +1,7 @@
 package openstack
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,9 +15,6 @@ import (
 
 // Scratch keys the driver keeps in driverapi.Op.Scratch.
 const (
-	// ScratchVictims holds the VNFC ids a SCALE_IN removes (JSON []string),
-	// computed once (ScaleInVictims) and then reused by every later step.
-	ScratchVictims = "openstack.scaleInVictims"
 	// ScratchStack holds the stack {stackName, stackId}.
 	ScratchStack = "openstack.stack"
 	// ScratchPreScale holds the VNFC ids before a scale, for its rollback.
@@ -32,44 +29,29 @@ const (
 	ParamVnfcInstanceIDs = "vnfcInstanceIds"
 )
 
-// ScaleInVictims returns the ids of the VNFCs a SCALE_IN operation removes,
-// in removal order, or nil for any other operation. The default order is
-// Heat's: oldest group member first (creation time, then member name);
+// ScaleInVictims implements driverapi.InfraDriver: the ids of the VNFCs a
+// SCALE_IN removes, in removal order. The default order is Heat's: oldest
+// group member first (creation time, then member name);
 // additionalParams.is_reverse (true or "True") takes the newest first; an
 // explicit additionalParams.vnfcInstanceIds list wins and must name exactly
-// as many VNFCs of the aspect's VDUs as the scale removes.
-//
-// The choice is made once, from the instance as it was before the scale,
-// and kept in op.Scratch[ScratchVictims]: a management driver's scale_start
-// (which runs before the infra step), the infra step and any re-run after a
+// as many VNFCs of the aspect's VDUs as the scale removes. The engine asks
+// once, before the first step, and keeps the answer in op.Victims: a
+// management driver's scale_start, the infra step and any re-run after a
 // crash all see the same victims.
-func ScaleInVictims(op *driverapi.Op) ([]string, error) {
-	req, ok := op.Request.(*model.ScaleVnfRequest)
-	if !ok || req.Type != model.ScaleIn {
+func (d *Driver) ScaleInVictims(_ context.Context, op *driverapi.Op) ([]string, error) {
+	req := op.Request.Scale
+	if req == nil || req.Type != model.ScaleIn {
 		return nil, nil
 	}
-	if raw, ok := op.Scratch[ScratchVictims]; ok {
-		var ids []string
-		if err := json.Unmarshal(raw, &ids); err == nil {
-			return ids, nil
-		}
-	}
-	ids, err := chooseVictims(op, req)
-	if err != nil {
-		return nil, err
-	}
-	if op.Scratch != nil {
-		b, _ := json.Marshal(ids)
-		op.Scratch[ScratchVictims] = b
-	}
-	return ids, nil
+	return chooseVictims(op.Instance, op.Flavour, req)
 }
 
-func chooseVictims(op *driverapi.Op, req *model.ScaleVnfRequest) ([]string, error) {
-	info := op.Instance.InstantiatedVnfInfo
-	fl := op.Flavour
+// chooseVictims picks the victims of req from the instance, whose
+// scaleStatus is at the target level.
+func chooseVictims(in *model.VnfInstance, fl *model.Flavour, req *model.ScaleVnfRequest) ([]string, error) {
+	info := in.InstantiatedVnfInfo
 	if info == nil || fl == nil {
-		return nil, fmt.Errorf("VNF instance %s is not instantiated", op.Instance.ID)
+		return nil, fmt.Errorf("VNF instance %s is not instantiated", in.ID)
 	}
 	aspect := fl.ScalingAspects[req.AspectID]
 	if aspect == nil {
@@ -90,7 +72,7 @@ func chooseVictims(op *driverapi.Op, req *model.ScaleVnfRequest) ([]string, erro
 		}
 	}
 	var chosen []model.VnfcResourceInfo
-	if explicit, given, err := explicitVictims(op.AdditionalParams); err != nil {
+	if explicit, given, err := explicitVictims(req.AdditionalParams); err != nil {
 		return nil, err
 	} else if given {
 		known := map[string]model.VnfcResourceInfo{}
@@ -123,7 +105,7 @@ func chooseVictims(op *driverapi.Op, req *model.ScaleVnfRequest) ([]string, erro
 		}
 	} else {
 		reverse := false
-		if v, ok := op.AdditionalParams[ParamIsReverse]; ok {
+		if v, ok := req.AdditionalParams[ParamIsReverse]; ok {
 			b, err := vim.Bool(v)
 			if err != nil {
 				return nil, fmt.Errorf("additionalParams.%s must be true or false, not %v", ParamIsReverse, v)
