@@ -56,7 +56,9 @@ func TestResealAll(t *testing.T) {
 	}
 	opID := uuid.NewString()
 	params := sealDoc(map[string]any{"additionalParams": map[string]any{"node_password": "pw-op"}}, store.OpPlace(opID, "operation_params"))
-	if _, err := st.CreateOpOcc(ctx, store.NewOp{ID: opID, VnfInstanceID: instID, Operation: model.OpInstantiate, OperationParams: params}); err != nil {
+	driverParams := sealDoc(map[string]any{"kubeadm": map[string]any{"master_node": map[string]any{"password": "pw-driver"}}}, store.OpPlace(opID, "driver_params"))
+	if _, err := st.CreateOpOcc(ctx, store.NewOp{ID: opID, VnfInstanceID: instID, Operation: model.OpInstantiate, OperationParams: params,
+		DriverParams: driverParams}); err != nil {
 		t.Fatal(err)
 	}
 	subID := uuid.NewString()
@@ -67,8 +69,8 @@ func TestResealAll(t *testing.T) {
 
 	rotating := box(t, k2, k1)
 	n, err := st.ResealAll(ctx, rotating.ResealJSON)
-	if err != nil || n != 3 {
-		t.Fatalf("re-sealed %d documents (%v), want 3", n, err)
+	if err != nil || n != 4 {
+		t.Fatalf("re-sealed %d documents (%v), want 4", n, err)
 	}
 	if n, err := st.ResealAll(ctx, rotating.ResealJSON); err != nil || n != 0 {
 		t.Fatalf("a second rotation changed %d documents (%v)", n, err)
@@ -90,6 +92,9 @@ func TestResealAll(t *testing.T) {
 	p, err := onlyNew.OpenJSON(op.OperationParams, store.OpPlace(opID, "operation_params"))
 	if err != nil || !strings.Contains(string(p), "pw-op") {
 		t.Fatalf("operation params after rotation: %s %v", p, err)
+	}
+	if d, err := onlyNew.OpenJSON(op.DriverParams, store.OpPlace(opID, "driver_params")); err != nil || !strings.Contains(string(d), "pw-driver") {
+		t.Fatalf("drivers' parameters after rotation: %s %v", d, err)
 	}
 	// Still bound: the op's parameters do not open as another op's.
 	if _, err := onlyNew.OpenJSON(op.OperationParams, store.OpPlace(uuid.NewString(), "operation_params")); err == nil {
