@@ -13,6 +13,7 @@ package mgmtdrivers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -107,6 +108,25 @@ type Bound interface {
 
 // New returns the Driver of a typed management driver.
 func New[P any](d Typed[P]) Driver { return typed[P]{d} }
+
+// BaseParams are the parameters a driver's ParseParams starts from: an
+// instantiation's own, parsed from its additionalParams by parse; for a
+// later operation a copy of what the instantiation accepted (stored), to
+// apply the request's overrides to; for an instance instantiated before
+// parameters were kept with the operation, its instantiation's
+// additionalParams, parsed.
+func BaseParams[P any](a *driverapi.Accept, stored *P, parse func(additional map[string]any) (*P, error)) (*P, error) {
+	switch {
+	case a.Request.Instantiate != nil:
+		return parse(a.Request.Instantiate.AdditionalParams)
+	case stored != nil:
+		cp := *stored
+		return &cp, nil
+	case a.Instance.InstantiatedVnfInfo != nil:
+		return parse(a.Instance.InstantiatedVnfInfo.AdditionalParams)
+	}
+	return nil, errors.New("the VNF instance is not instantiated")
+}
 
 type typed[P any] struct{ d Typed[P] }
 

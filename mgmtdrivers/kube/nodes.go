@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -307,4 +308,24 @@ func CheckNodeCPs(r *Reader, fl *model.Flavour, path string, np NodeParams) {
 		r.Addf(path+".ssh_cp_name", "%q is not a connection point of flavour %s (its connection points: %s); it may name a floating IP only when nic_cp_name names the port it is on",
 			np.SSHCPName, fl.ID, strings.Join(sortedSet(known), ", "))
 	}
+}
+
+// CheckVimUsers refuses an operation that removes the cluster's Kubernetes
+// VIM (names: terminate, entire heal) while other instances or operations
+// refer to it: they would be left with a VIM that is gone, and the VMs
+// would be deleted before the removal failed.
+func CheckVimUsers(ctx context.Context, a *driverapi.Accept, names ...string) error {
+	if a.Vims == nil {
+		return nil
+	}
+	for _, name := range names {
+		users, err := a.Vims.VimUsers(ctx, name, a.Instance.ID)
+		if err != nil {
+			return err
+		}
+		if len(users) > 0 {
+			return fmt.Errorf("the cluster's Kubernetes VIM %s is in use by %s: this operation removes it (the cluster is deleted or rebuilt); terminate those first, or give them another VIM", name, strings.Join(users, ", "))
+		}
+	}
+	return nil
 }

@@ -995,20 +995,7 @@ func (d *Driver) Rollback(ctx context.Context, hookName string, op *driverapi.Op
 // be healed one by one and a heal that would lose etcd quorum; for a
 // termination or an entire heal a cluster VIM other instances depend on.
 func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *Params) (*Params, error) {
-	var p *Params
-	var err error
-	switch {
-	case a.Request.Instantiate != nil:
-		p, err = ParseParams(a.Request.Instantiate.AdditionalParams)
-	case stored != nil:
-		cp := *stored
-		p = &cp
-	case a.Instance.InstantiatedVnfInfo != nil:
-		// Instantiated before the parameters were kept with the operation.
-		p, err = ParseParams(a.Instance.InstantiatedVnfInfo.AdditionalParams)
-	default:
-		return nil, errors.New("the VNF instance is not instantiated")
-	}
+	p, err := mgmtdrivers.BaseParams(a, stored, ParseParams)
 	if err != nil {
 		return nil, err
 	}
@@ -1036,7 +1023,7 @@ func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *P
 		}
 	case a.Request.Heal != nil:
 		if len(a.Request.Heal.VnfcInstanceID) == 0 {
-			return p, d.checkVimUsers(ctx, a, p)
+			return p, kube.CheckVimUsers(ctx, a, vimNames(a.Instance, p.VimName)...)
 		}
 		if topo != nil {
 			if err := checkHeal(info, topo, p, a.Request.Heal.VnfcInstanceID); err != nil {
@@ -1044,7 +1031,7 @@ func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *P
 			}
 		}
 	case a.Request.Terminate != nil:
-		return p, d.checkVimUsers(ctx, a, p)
+		return p, kube.CheckVimUsers(ctx, a, vimNames(a.Instance, p.VimName)...)
 	}
 	return p, nil
 }
@@ -1092,26 +1079,6 @@ func checkHeal(info *model.InstantiatedVnfInfo, topo *Topology, p *Params, vnfcs
 	if n := len(topo.Masters); len(masters) > (n-1)/2 && !p.Force {
 		return fmt.Errorf("healing %d of %d masters at once (%s) would lose etcd quorum (%d members must stay): heal at most %d at a time, or set additionalParams.force: true",
 			len(masters), n, strings.Join(masters, ", "), quorum(n), (n-1)/2)
-	}
-	return nil
-}
-
-// checkVimUsers refuses to remove the cluster's VIM (terminate, entire
-// heal) while other instances or operations refer to it: they would be
-// left with a VIM that is gone, and the VMs would be deleted before the
-// removal failed.
-func (d *Driver) checkVimUsers(ctx context.Context, a *driverapi.Accept, p *Params) error {
-	if a.Vims == nil {
-		return nil
-	}
-	for _, name := range vimNames(a.Instance, p.VimName) {
-		users, err := a.Vims.VimUsers(ctx, name, a.Instance.ID)
-		if err != nil {
-			return err
-		}
-		if len(users) > 0 {
-			return fmt.Errorf("the cluster's Kubernetes VIM %s is in use by %s: this operation removes it (the cluster is deleted or rebuilt); terminate those first, or give them another VIM", name, strings.Join(users, ", "))
-		}
 	}
 	return nil
 }

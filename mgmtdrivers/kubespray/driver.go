@@ -275,20 +275,7 @@ func (s *session) targets(vnfcIDs []string, what string) ([]*Node, error) {
 // scale or heal request may replace whole objects of the parameters
 // (worker_node, ansible, external_lb_param, ...).
 func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *Params) (*Params, error) {
-	var p *Params
-	var err error
-	switch {
-	case a.Request.Instantiate != nil:
-		p, err = ParseParams(a.Request.Instantiate.AdditionalParams)
-	case stored != nil:
-		cp := *stored
-		p = &cp
-	case a.Instance.InstantiatedVnfInfo != nil:
-		// Instantiated before the parameters were kept with the operation.
-		p, err = ParseParams(a.Instance.InstantiatedVnfInfo.AdditionalParams)
-	default:
-		return nil, errors.New("the VNF instance is not instantiated")
-	}
+	p, err := mgmtdrivers.BaseParams(a, stored, ParseParams)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +293,7 @@ func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *P
 	case req.Scale != nil:
 		return p, checkAspect(a.Flavour, c, p, req.Scale.AspectID)
 	case req.Heal != nil && len(req.Heal.VnfcInstanceID) == 0, req.Terminate != nil:
-		return p, checkVimUsers(ctx, a, p)
+		return p, kube.CheckVimUsers(ctx, a, p.vimName(a.Instance.ID))
 	case req.Heal != nil && c != nil:
 		var masters []string
 		for _, id := range req.Heal.VnfcInstanceID {
@@ -358,23 +345,6 @@ func checkAspect(fl *model.Flavour, c *Cluster, p *Params, aspectID string) erro
 		if what, ok := vdus[vdu]; ok {
 			return fmt.Errorf("aspect %s scales the %s VDU %s: kubespray has no playbook to add or remove a control-plane/etcd member or the load balancer; scale the workers' aspect", aspectID, what, vdu)
 		}
-	}
-	return nil
-}
-
-// checkVimUsers refuses to remove the cluster's VIM (terminate, entire
-// heal) while other instances or operations refer to it.
-func checkVimUsers(ctx context.Context, a *driverapi.Accept, p *Params) error {
-	if a.Vims == nil {
-		return nil
-	}
-	name := p.vimName(a.Instance.ID)
-	users, err := a.Vims.VimUsers(ctx, name, a.Instance.ID)
-	if err != nil {
-		return err
-	}
-	if len(users) > 0 {
-		return fmt.Errorf("the cluster's Kubernetes VIM %s is in use by %s: this operation removes it (the cluster is deleted or rebuilt); terminate those first, or give them another VIM", name, strings.Join(users, ", "))
 	}
 	return nil
 }
