@@ -729,6 +729,32 @@ pkill -HUP -o -x sshd; sleep 0.5`)
 	vimID, _ = vc["vimId"].(string)
 	e.checkVimUsable(vimID, wantNodes(vs))
 
+	// A cluster whose VIM another instance uses is neither terminated nor
+	// rebuilt (the VMs would go before the VIM's removal failed): 422 naming
+	// the user, before any operation exists; once the user is gone it can.
+	user := e.createInstance()
+	pb, _ := json.Marshal(map[string]any{"vimConnectionInfo": []any{map[string]any{"id": "on-cluster", "vimId": vimID, "vimType": "kubernetes"}}})
+	code, h, doc := e.do("PATCH", "/vnflcm/v1/vnf_instances/"+user, "application/merge-patch+json", pb)
+	if code != http.StatusAccepted {
+		t.Fatalf("PATCH the user's vimConnectionInfo: %d %v", code, doc)
+	}
+	e.waitOp(harness.OpID(h.Get("Location")), "COMPLETED")
+	opsBefore := e.opsOf(inst)
+	for task, body := range map[string]map[string]any{"terminate": {"terminationType": "FORCEFUL"}, "heal": {}} {
+		b, _ := json.Marshal(body)
+		code, _, doc := e.do("POST", "/vnflcm/v1/vnf_instances/"+inst+"/"+task, "application/json", b)
+		raw, _ := doc["_raw"].(string)
+		if code != http.StatusUnprocessableEntity || !strings.Contains(raw, "is in use by VNF instance "+user) {
+			t.Errorf("%s of the cluster while instance %s uses its VIM: %d %s, want 422 naming the user", task, user, code, raw)
+		}
+	}
+	if after := e.opsOf(inst); after != opsBefore {
+		t.Errorf("the refused requests changed the cluster's op occurrences:\n%s\nwas\n%s", after, opsBefore)
+	}
+	if code, _, doc := e.do("DELETE", "/vnflcm/v1/vnf_instances/"+user, "", nil); code != http.StatusNoContent {
+		t.Fatalf("DELETE the VIM's user: %d %v", code, doc)
+	}
+
 	// (7) Terminate: the VIM and its vimConnectionInfo entry are gone.
 	e.lcmLong(inst, "terminate", map[string]any{"terminationType": "FORCEFUL"}, "COMPLETED")
 	if code, _, _ := e.do("GET", "/v1.0/vims/"+vimID, "", nil); code != http.StatusNotFound {
