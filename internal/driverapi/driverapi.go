@@ -362,6 +362,17 @@ type Infra interface {
 	CheckVIP(ctx context.Context, c VIPCheck) error
 }
 
+// HostKeyPublisher is implemented by infra drivers whose VIM publishes its
+// servers' SSH host key fingerprints (OpenStack: cloud-init prints them to
+// the console log, some seconds into the boot). Under the SSH host key
+// policy published, management drivers ask it again while they wait for a
+// new server's fingerprints.
+type HostKeyPublisher interface {
+	// PublishedHostKeys returns the fingerprints ("SHA256:...") published
+	// for the compute resource now (none yet: empty, no error).
+	PublishedHostKeys(ctx context.Context, op *Op, resourceID string) ([]string, error)
+}
+
 // VIPCheck is a question to Infra.CheckVIP.
 type VIPCheck struct {
 	Package Package

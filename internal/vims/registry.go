@@ -192,6 +192,9 @@ func (r *vimRequest) boolean(k string) (bool, error) {
 
 // takeVerify removes extra.verify and reports whether it asks to skip verification.
 func takeVerify(extra map[string]any) (skip bool, err error) {
+	if err := checkHostKeyPolicy(extra); err != nil {
+		return false, err
+	}
 	v, ok := extra["verify"]
 	if !ok {
 		return false, nil
@@ -202,6 +205,27 @@ func takeVerify(extra map[string]any) (skip bool, err error) {
 		return false, errorf(KindInvalid, "vim.extra.verify must be true or false, not %v", v)
 	}
 	return !b, nil
+}
+
+// HostKeyPolicyExtra is the extra key that sets the SSH host key policy of
+// the VNFs on a VIM (published or tofu; requests may override it, see
+// mgmtdrivers/kube.HostKeys); it is handed on in the VIM connection's extra.
+const HostKeyPolicyExtra = "ssh_host_key_policy"
+
+func checkHostKeyPolicy(extra map[string]any) error {
+	v, ok := extra[HostKeyPolicyExtra]
+	if !ok {
+		return nil
+	}
+	s, _ := v.(string)
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "published", "tofu":
+		extra[HostKeyPolicyExtra] = strings.ToLower(strings.TrimSpace(s))
+		return nil
+	case "pinned":
+		return errorf(KindInvalid, "vim.extra.ssh_host_key_policy pinned cannot be a VIM's: the fingerprints are each node's; give them in a request (ssh_host_key_fingerprints), or say published or tofu")
+	}
+	return errorf(KindInvalid, "vim.extra.ssh_host_key_policy must be published or tofu, not %v", v)
 }
 
 func checkAuthURL(s string) error {
@@ -927,6 +951,12 @@ func (s *Registry) vimConnection(v *store.Vim, c model.VimConnectionInfo, i int)
 	}
 	if err := checkBinding(v, c, i, iface); err != nil {
 		return c, err
+	}
+	if pol := vim.Str(extra, HostKeyPolicyExtra); pol != "" {
+		if vcExtra == nil {
+			vcExtra = map[string]any{}
+		}
+		vcExtra[HostKeyPolicyExtra] = pol
 	}
 	out := model.VimConnectionInfo{ID: c.ID, VimID: v.ID, VimType: typ, InterfaceInfo: iface, AccessInfo: access, Extra: vcExtra}
 	if out.ID == "" {

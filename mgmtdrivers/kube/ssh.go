@@ -55,6 +55,9 @@ type Plan struct {
 	// published (none: the first contact pins the key offered).
 	Fingerprints []string
 	Login        Login
+	// External: the host is not a server of the VNF (kubespray's Ansible
+	// server): nothing is published for it, Fingerprints are the caller's.
+	External bool
 	// Fresh: the host is new in this operation (cloud-init may still be
 	// setting the password): authentication failures are retried.
 	Fresh bool
@@ -95,6 +98,14 @@ type Dialer struct {
 	// Secrets are masked on every session, besides each login's own.
 	Secrets []string
 	Log     *slog.Logger
+	// Trust is the operation's SSH host key policy for VNF servers (""
+	// is published, see HostKeys): published waits, bounded by
+	// FingerprintWait, for the fingerprints Publisher reads, and refuses a
+	// server without them; pinned takes Pinned's; tofu pins the first key.
+	Trust           remote.HostKeyTrust
+	Pinned          HostKeys
+	Publisher       func(ctx context.Context, resourceID string) ([]string, error)
+	FingerprintWait time.Duration
 	// Note, when set, receives a line for each failed attempt that will be
 	// retried (which host, its address, the attempt, the error), so that
 	// the operation's progress shows what it waits for.
@@ -130,10 +141,41 @@ func (d *Dialer) Target(p Plan) remote.Target {
 	if p.Repin {
 		t.HostKeyPolicy = remote.HostKeyRepin
 	}
+	d.hostKeyTrust(p, &t)
 	if d.Note != nil {
 		t.OnRetry = func(ctx context.Context, attempt int, err error) { d.Note(ctx, WaitingNote(p, attempt, err)) }
 	}
 	return t
+}
+
+// hostKeyTrust sets how the first contact with p's host trusts its key.
+func (d *Dialer) hostKeyTrust(p Plan, t *remote.Target) {
+	trust := d.Trust
+	if trust == "" {
+		trust = remote.TrustPublished
+	}
+	switch {
+	case p.External:
+		// Nothing is published for a server outside the VNF: the caller's
+		// fingerprints verify it; without them its first key is pinned,
+		// unless the policy is pinned (then they are required).
+		t.HostKeyTrust = remote.TrustTOFU
+		if len(p.Fingerprints) > 0 || trust == remote.TrustPinned {
+			t.HostKeyTrust = remote.TrustPinned
+		}
+	case trust == remote.TrustPinned:
+		t.HostKeyTrust = remote.TrustPinned
+		t.PublishedFingerprints = d.Pinned.For(p.Key, p.ServerID, p.Addr)
+	case trust == remote.TrustTOFU:
+		t.HostKeyTrust = remote.TrustTOFU
+	default:
+		t.HostKeyTrust = remote.TrustPublished
+		t.FingerprintWait = d.FingerprintWait
+		if d.Publisher != nil && p.ServerID != "" {
+			id := p.ServerID
+			t.FetchFingerprints = func(ctx context.Context) ([]string, error) { return d.Publisher(ctx, id) }
+		}
+	}
 }
 
 // WaitingNote is the progress line of a host that SSH waits for.

@@ -61,6 +61,9 @@ type Options struct {
 	NodeWait time.Duration
 	// TokenWait bounds the wait for the VIM's token Secret (default 1 min).
 	TokenWait time.Duration
+	// FingerprintWait bounds the wait for a new server's published SSH host
+	// key fingerprints under the policy published (default 3 min).
+	FingerprintWait time.Duration
 }
 
 // Driver is the kubeadm management driver.

@@ -97,10 +97,13 @@ type Params struct {
 	// Force is the heal request's additionalParams.force: heal more masters
 	// at once than etcd quorum allows.
 	Force bool `json:"force,omitempty"`
+	// HostKeys (ssh_host_key_policy, ssh_host_key_fingerprints) is how the
+	// nodes' SSH host keys are trusted at first contact (kube.HostKeys).
+	HostKeys kube.HostKeys `json:"host_keys"`
 }
 
 var (
-	topKeys      = []string{"script_path", "vim_name", "master_node", "worker_node", "proxy", "worker_parallelism", "drain_timeout", "drain_policy", "kubernetes_version", "join_token_ttl", "ha", "lb_node"}
+	topKeys      = append([]string{"script_path", "vim_name", "master_node", "worker_node", "proxy", "worker_parallelism", "drain_timeout", "drain_policy", "kubernetes_version", "join_token_ttl", "ha", "lb_node"}, kube.HostKeyParamKeys...)
 	masterOnly   = []string{"pod_cidr", "cluster_cidr", "cluster_cp_name"}
 	tackerExtras = map[string]string{
 		"helm_installation_script_path":    "is not supported by this VNFM (Tacker's Helm extra is not implemented); remove it",
@@ -136,6 +139,7 @@ func ParseParams(additional map[string]any) (*Params, error) {
 	p.Master = readNode(top.Child("master_node", true), true)
 	p.Worker = readNode(top.Child("worker_node", true), false)
 	p.Proxy = kube.ReadProxy(top.Child("proxy", false))
+	p.HostKeys = kube.ReadHostKeys(top)
 	p.WorkerParallelism = DefaultWorkerParallelism
 	if n, ok := top.Int("worker_parallelism", 1, MaxWorkerParallelism); ok {
 		p.WorkerParallelism = n
@@ -217,6 +221,9 @@ func (p *Params) Overrides(additional map[string]any) error {
 		p.WorkerParallelism = n
 	}
 	p.Force = o.Bool("force")
+	if o.Has(kube.HostKeyPolicyKey) || o.Has(kube.HostKeyFingerprintsKey) {
+		p.HostKeys = kube.ReadHostKeys(o)
+	}
 	return r.Err()
 }
 

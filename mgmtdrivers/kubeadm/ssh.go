@@ -40,8 +40,14 @@ func (s *sessions) addSecrets(values ...string) { s.AddSecrets(values...) }
 // dialer is the driver's kube.Dialer for one hook: waits for a node show
 // in the step's progress.
 func (d *Driver) dialer(h *hook) *kube.Dialer {
+	var keys kube.HostKeys
+	if h.p != nil {
+		keys = h.p.HostKeys
+	}
 	return &kube.Dialer{Pins: d.o.Pins, Dial: d.o.Dial, Wait: d.o.ConnectWait, Log: h.log,
-		Note: func(ctx context.Context, msg string) { h.note(ctx, "%s", msg) }}
+		Note:  func(ctx context.Context, msg string) { h.note(ctx, "%s", msg) },
+		Trust: keys.Trust(h.op.Vim), Pinned: keys, Publisher: kube.PublisherOf(h.op),
+		FingerprintWait: d.o.FingerprintWait}
 }
 
 // connect opens verified SSH connections to the nodes, in parallel, before

@@ -45,6 +45,9 @@ type Options struct {
 	// VimWait is how long the API may take to answer through the load
 	// balancer (default 2 min).
 	VimWait time.Duration
+	// FingerprintWait bounds the wait for a new VNFC's published SSH host
+	// key fingerprints under the policy published (default 3 min).
+	FingerprintWait time.Duration
 	// Logger is used when the operation has none.
 	Logger *slog.Logger
 }

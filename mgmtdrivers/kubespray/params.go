@@ -38,6 +38,10 @@ type Params struct {
 	Proxy      kube.Proxy `json:"proxy"`
 	Ansible    Ansible    `json:"ansible"`
 	ExternalLB ExternalLB `json:"external_lb_param"`
+	// HostKeys (ssh_host_key_policy, ssh_host_key_fingerprints) is how the
+	// VNFCs' SSH host keys are trusted at first contact (kube.HostKeys);
+	// the Ansible server is verified by ansible.host_key_fingerprints.
+	HostKeys kube.HostKeys `json:"host_keys"`
 }
 
 // NodeParams is master_node or worker_node: which VNFCs are the nodes and
@@ -90,7 +94,7 @@ type ExternalLB struct {
 }
 
 var (
-	topKeys     = []string{"vim_name", "master_node", "worker_node", "proxy", "ansible", "external_lb_param"}
+	topKeys     = append([]string{"vim_name", "master_node", "worker_node", "proxy", "ansible", "external_lb_param"}, kube.HostKeyParamKeys...)
 	topRefused  = map[string]string{"script_path": "is not used by kubespray, which installs Kubernetes with its playbooks; the load balancer's install script is external_lb_param.script_path: remove it"}
 	nodeKeys    = append(slices.Clone(kube.NodeKeys), "private_key")
 	masterKeys  = append(slices.Clone(nodeKeys), "pod_cidr", "cluster_cidr")
@@ -217,6 +221,7 @@ func ParseParams(additional map[string]any) (*Params, error) {
 	p.Proxy = kube.ReadProxy(top.Child("proxy", false))
 	p.Ansible = readAnsible(top.Child("ansible", true))
 	p.ExternalLB = readLB(top.Child("external_lb_param", true))
+	p.HostKeys = kube.ReadHostKeys(top)
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
@@ -245,6 +250,9 @@ func (p *Params) override(additional map[string]any) error {
 	}
 	if top.Has("proxy") {
 		p.Proxy = kube.ReadProxy(top.Child("proxy", false))
+	}
+	if top.Has(kube.HostKeyPolicyKey) || top.Has(kube.HostKeyFingerprintsKey) {
+		p.HostKeys = kube.ReadHostKeys(top)
 	}
 	if top.Has("ansible") {
 		p.Ansible = readAnsible(top.Child("ansible", true))

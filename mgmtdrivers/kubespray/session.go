@@ -135,7 +135,13 @@ func (s *session) step(ctx context.Context, key, what string, fn func() error) e
 // dialer opens the session's SSH connections: host keys pinned (or checked
 // against published fingerprints), the parameters' secrets masked.
 func (s *session) dialer() *kube.Dialer {
-	return &kube.Dialer{Pins: s.d.o.Pins, Dial: s.d.o.Dial, Secrets: s.secrets, Log: s.log, Note: s.note}
+	var keys kube.HostKeys
+	if s.p != nil {
+		keys = s.p.HostKeys
+	}
+	return &kube.Dialer{Pins: s.d.o.Pins, Dial: s.d.o.Dial, Secrets: s.secrets, Log: s.log, Note: s.note,
+		Trust: keys.Trust(s.op.Vim), Pinned: keys, Publisher: kube.PublisherOf(s.op),
+		FingerprintWait: s.d.o.FingerprintWait}
 }
 
 // nodePlan is how to reach a VNFC; wait bounds the retries while the VM
@@ -158,7 +164,7 @@ func (s *session) ansible(ctx context.Context) (*remote.Session, error) {
 	}
 	a := s.p.Ansible
 	c, err := s.dialer().Open(ctx, kube.Plan{Name: "the Ansible server", ServerID: ansibleServerID, Addr: a.IPAddress, Port: a.Port,
-		Fingerprints: a.HostKeyFingerprints, Login: a.Login,
+		Fingerprints: a.HostKeyFingerprints, Login: a.Login, External: true,
 		Wait: s.d.o.AnsibleWait, ConnectTimeout: 20 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("kubespray: Ansible server %s: %w", a.IPAddress, err)
