@@ -9,6 +9,12 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 # (measured on the 2-core CI VM with a warm build cache: 34 s vs 21 s for ./...).
 RACE      ?= -race
 TESTFLAGS ?=
+# Test packages run 4 at a time on 2 cores: the long ones (test/e2e, test/cli,
+# the RealHeat tests in internal/infra/openstack) mostly wait on SSH hosts,
+# Heat and polling, so overlapping them shortens the run; -timeout is a hang
+# guard per package, not a goal (the RealHeat driver scenarios alone take
+# well over 10 min here).
+TESTP     ?= 4
 SHELL_SCRIPTS := $(wildcard scripts/*.sh internal/testhosts/*.sh) .ci/run mgmtdrivers/kubeadm/gen_script.sh
 
 .DEFAULT_GOAL := help
@@ -33,7 +39,7 @@ kube: ## build the real Kubernetes binaries of the test world once per machine (
 test: kube ## run all tests: shell scripts (bats), every fuzz target briefly, then Go (real PostgreSQL; TEST_DATABASE_URL for another server)
 	bats test/bats
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(or $(FUZZTIME),5s)
-	$(GO) test -count=1 -timeout 20m $(RACE) $(TESTFLAGS) ./...
+	$(GO) test -count=1 -p $(TESTP) -timeout 60m $(RACE) $(TESTFLAGS) ./...
 
 lint: ## gofmt, go vet, shellcheck
 	@unformatted="$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*'))"; \
