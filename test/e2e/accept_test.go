@@ -7,33 +7,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg/vnfpkgtest"
 	"github.com/mini-vnfm/mini-vnfm/samples"
 )
-
-// onboardSample onboards a sample package and returns its vnfdId.
-func (e *osEnv) onboardSample(name string) string {
-	e.t.Helper()
-	_, doc := e.post("/vnfpkgm/v1/vnf_packages", map[string]any{}, http.StatusCreated)
-	id, _ := doc["id"].(string)
-	if code, _, res := e.do("PUT", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content", "application/zip", vnfpkgtest.CSAR(e.t, name)); code != http.StatusAccepted {
-		e.t.Fatalf("upload %s: %d %v", name, code, res)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		p := e.get("/vnfpkgm/v1/vnf_packages/" + id)
-		if p["onboardingState"] == "ONBOARDED" {
-			vnfdID, _ := p["vnfdId"].(string)
-			return vnfdID
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("package %s not onboarded: %v", name, p)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // opsOf lists the op occurrences of an instance (raw JSON).
 func (e *osEnv) opsOf(inst string) string {
@@ -63,7 +40,7 @@ func TestRequestsThatCannotSucceedAreRefused(t *testing.T) {
 	vnfds := map[string]string{}
 	vnfdOf := func(name string) string {
 		if vnfds[name] == "" {
-			vnfds[name] = e.onboardSample(name)
+			vnfds[name] = e.onboardCSAR(vnfpkgtest.CSAR(t, name))
 		}
 		return vnfds[name]
 	}

@@ -82,22 +82,7 @@ func newK8sHAEnvWith(t *testing.T, realHeat bool) *k8sEnv {
 		}
 	})
 	e.registerVim()
-	_, doc := e.post("/vnfpkgm/v1/vnf_packages", map[string]any{}, http.StatusCreated)
-	id, _ := doc["id"].(string)
-	if code, _, res := e.do("PUT", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content", "application/zip", vnfpkgtest.CSAR(t, "kubeadm-ha")); code != http.StatusAccepted {
-		t.Fatalf("upload: %d %v", code, res)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for e.vnfdID == "" {
-		p := e.get("/vnfpkgm/v1/vnf_packages/" + id)
-		if p["onboardingState"] == "ONBOARDED" {
-			e.vnfdID, _ = p["vnfdId"].(string)
-		} else if time.Now().After(deadline) {
-			t.Fatalf("package not onboarded: %v", p)
-		} else {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	e.vnfdID = e.onboardCSAR(vnfpkgtest.CSAR(t, "kubeadm-ha"))
 	return e
 }
 

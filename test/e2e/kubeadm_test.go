@@ -142,24 +142,7 @@ exec /usr/local/bin/k8s-standin kubeadm "$@"
 }
 
 func (e *k8sEnv) onboardSample() {
-	_, doc := e.post("/vnfpkgm/v1/vnf_packages", map[string]any{}, http.StatusCreated)
-	id, _ := doc["id"].(string)
-	code, _, res := e.do("PUT", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content", "application/zip", vnfpkgtest.CSAR(e.t, "kubeadm-single"))
-	if code != http.StatusAccepted {
-		e.t.Fatalf("upload: %d %v", code, res)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		p := e.get("/vnfpkgm/v1/vnf_packages/" + id)
-		if p["onboardingState"] == "ONBOARDED" {
-			e.vnfdID, _ = p["vnfdId"].(string)
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("package not onboarded: %v", p)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	e.vnfdID = e.onboardCSAR(vnfpkgtest.CSAR(e.t, "kubeadm-single"))
 }
 
 func (e *k8sEnv) instantiateBody() map[string]any {

@@ -177,24 +177,7 @@ func (e *kspEnv) hostRun(h *testhosts.Host, script string) string {
 }
 
 func (e *kspEnv) onboardKubespray() {
-	_, doc := e.post("/vnfpkgm/v1/vnf_packages", map[string]any{}, http.StatusCreated)
-	id, _ := doc["id"].(string)
-	code, _, res := e.do("PUT", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content", "application/zip", vnfpkgtest.CSAR(e.t, "kubespray"))
-	if code != http.StatusAccepted {
-		e.t.Fatalf("upload: %d %v", code, res)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		p := e.get("/vnfpkgm/v1/vnf_packages/" + id)
-		if p["onboardingState"] == "ONBOARDED" {
-			e.vnfdID, _ = p["vnfdId"].(string)
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("package not onboarded: %v", p)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	e.vnfdID = e.onboardCSAR(vnfpkgtest.CSAR(e.t, "kubespray"))
 }
 
 func (e *kspEnv) params() map[string]any {

@@ -226,22 +226,26 @@ func samplePackage(t *testing.T) []byte {
 	return b
 }
 
-func (e *osEnv) onboard() {
+func (e *osEnv) onboard() { e.vnfdID = e.onboardCSAR(samplePackage(e.t)) }
+
+// onboardCSAR uploads a VNF package and waits until it is ONBOARDED; it
+// returns the package's vnfdId.
+func (e *osEnv) onboardCSAR(csar []byte) string {
+	e.t.Helper()
 	_, doc := e.post("/vnfpkgm/v1/vnf_packages", map[string]any{}, http.StatusCreated)
 	id, _ := doc["id"].(string)
-	code, _, res := e.do("PUT", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content", "application/zip", samplePackage(e.t))
-	if code != http.StatusAccepted {
+	if code, _, res := e.do("PUT", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content", "application/zip", csar); code != http.StatusAccepted {
 		e.t.Fatalf("upload: %d %v", code, res)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		p := e.get("/vnfpkgm/v1/vnf_packages/" + id)
 		if p["onboardingState"] == "ONBOARDED" {
-			e.vnfdID, _ = p["vnfdId"].(string)
-			return
+			vnfdID, _ := p["vnfdId"].(string)
+			return vnfdID
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("package not onboarded: %v", p)
+			e.t.Fatalf("package %s not onboarded: %v", id, p)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
