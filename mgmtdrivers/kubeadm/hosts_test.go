@@ -64,11 +64,12 @@ func (f *fakeProgress) NodeCompleted(n string) (json.RawMessage, bool) {
 	return f.out[n], f.nodes[n] == model.StepCompleted
 }
 
-// fakeVims records registrations.
+// fakeVims records registrations; users lists who uses a VIM, by name.
 type fakeVims struct {
 	mu      sync.Mutex
 	vims    map[string]driverapi.KubernetesVim
 	removed []string
+	users   map[string][]string
 }
 
 func (f *fakeVims) RegisterKubernetesVim(_ context.Context, v driverapi.KubernetesVim) (string, error) {
@@ -78,7 +79,11 @@ func (f *fakeVims) RegisterKubernetesVim(_ context.Context, v driverapi.Kubernet
 	return "vim-" + v.Name, nil
 }
 
-func (f *fakeVims) VimUsers(context.Context, string, string) ([]string, error) { return nil, nil }
+func (f *fakeVims) VimUsers(_ context.Context, name, _ string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.users[name], nil
+}
 
 func (f *fakeVims) RemoveKubernetesVim(_ context.Context, name, _ string) error {
 	f.mu.Lock()

@@ -378,6 +378,30 @@ func TestParseParamsAtAccept(t *testing.T) {
 	if err := heal("workerNode-bbbb", "masterNode-aaaa"); err == nil || !strings.Contains(err.Error(), "VNFC masterNode-aaaa is the cluster's only master") {
 		t.Errorf("master heal: %v", err)
 	}
+	// An aspect that scales the masters is refused; the workers' is not.
+	masters := sampleFlavour()
+	masters.ScalingAspects["master_instance"] = &model.ScalingAspect{VduDeltas: map[string]map[string]int{"masterNode": {"delta_1": 1}}}
+	for aspect, want := range map[string]string{"worker_instance": "", "master_instance": "aspect master_instance scales the master VDU masterNode: scaling the control plane is not supported"} {
+		_, err := d.ParseParams(ctx, &driverapi.Accept{Operation: model.OpScale, Instance: in, Flavour: masters, Infra: &testInfra{},
+			Request: driverapi.Request{Scale: &model.ScaleVnfRequest{Type: model.ScaleOut, AspectID: aspect}}}, stored)
+		if (want == "" && err != nil) || (want != "" && (err == nil || !strings.Contains(err.Error(), want))) {
+			t.Errorf("scale of %s: %v, want %q", aspect, err, want)
+		}
+	}
+	// Terminating or rebuilding the cluster is refused while another
+	// instance uses its VIM, naming the users.
+	vims := &fakeVims{users: map[string][]string{"other": {"VNF instance x"}}}
+	for _, req := range []driverapi.Request{{Terminate: &model.TerminateVnfRequest{TerminationType: "FORCEFUL"}}, {Heal: &model.HealVnfRequest{}}} {
+		a := &driverapi.Accept{Instance: in, Flavour: sampleFlavour(), Infra: &testInfra{}, Vims: vims, Request: req}
+		if _, err := d.ParseParams(ctx, a, stored); err != nil {
+			t.Errorf("%+v with the cluster's VIM unused: %v", req, err)
+		}
+		vims.users["kubernetes_vim_i"] = []string{"VNF instance 5c0e"}
+		if _, err := d.ParseParams(ctx, a, stored); err == nil || !strings.Contains(err.Error(), "the cluster's Kubernetes VIM kubernetes_vim_i is in use by VNF instance 5c0e") {
+			t.Errorf("%+v with the cluster's VIM in use: %v", req, err)
+		}
+		delete(vims.users, "kubernetes_vim_i")
+	}
 	// Overrides of a scale request apply to a copy of what is stored.
 	sp, err := d.ParseParams(ctx, &driverapi.Accept{Operation: model.OpScale, Instance: in, Flavour: sampleFlavour(), Infra: &testInfra{},
 		Request: driverapi.Request{Scale: &model.ScaleVnfRequest{Type: model.ScaleOut, AspectID: "worker_instance",
