@@ -159,6 +159,11 @@ func TestInstantiateCompletes(t *testing.T) {
 			t.Errorf("%s ran %d times", h, c)
 		}
 	}
+	// The driver's parameters were parsed once, when the request was
+	// accepted; the hooks got them already typed.
+	if n := w.mgmt.Calls.Get("parse"); n != 1 {
+		t.Errorf("the management driver parsed its parameters %d times, want once (at accept)", n)
+	}
 	j, err := w.st.Journal(context.Background(), []string{op.ID})
 	if err != nil {
 		t.Fatal(err)
@@ -219,6 +224,7 @@ func TestFailureThenRetryResumesFromJournal(t *testing.T) {
 	if err := os.Remove(flag); err != nil {
 		t.Fatal(err)
 	}
+	parsed := w.mgmt.Calls.Get("parse")
 	if _, err := w.svc.Retry(context.Background(), op.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -233,6 +239,9 @@ func TestFailureThenRetryResumesFromJournal(t *testing.T) {
 	}
 	if got := w.mgmt.Calls.Get("mgmt.instantiate_start"); got != 1 {
 		t.Errorf("completed step instantiate_start re-ran: %d", got)
+	}
+	if got := w.mgmt.Calls.Get("parse"); got != parsed {
+		t.Errorf("the retry parsed the driver's parameters again (%d parses, %d before it): hooks get those kept with the operation", got, parsed)
 	}
 	if got := strings.Join(vnfcIDs(w.mustInst(id)), ","); got != "master-0,worker-0,worker-1,worker-2" {
 		t.Fatalf("vnfcs after retry: %s", got)
@@ -558,6 +567,9 @@ func TestAnotherEngineResumesAfterCrash(t *testing.T) {
 	}
 	if got := w.mgmt.Calls.Get("mgmt.instantiate_start"); got != 1 {
 		t.Errorf("completed step re-ran %d times", got)
+	}
+	if got := w.mgmt.Calls.Get("parse"); got != 1 {
+		t.Errorf("the driver's parameters were parsed %d times, want once (at accept): the resuming engine uses those kept with the operation", got)
 	}
 	if got := strings.Join(vnfcIDs(w.mustInst(id)), ","); got != "master-0,worker-0,worker-1,worker-2" {
 		t.Fatalf("vnfcs after resume: %s", got)
