@@ -216,3 +216,29 @@ func TestBecomeVars(t *testing.T) {
 		t.Errorf("become vars %v", got)
 	}
 }
+
+// proxy.k8s_node_cidr is used, not ignored: the nodes' network joins
+// kubespray's no_proxy.
+func TestNodeCIDRBypassesTheProxy(t *testing.T) {
+	m := validParams()
+	param(m, "proxy")["k8s_node_cidr"] = "10.10.0.0/24"
+	p, err := ParseParams(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := (&Inventory{Proxy: p.Proxy}).AllVars()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all map[string]any
+	if err := yaml.Unmarshal([]byte(s), &all); err != nil {
+		t.Fatal(err)
+	}
+	if all["additional_no_proxy"] != "10.0.0.0/8,.svc,10.10.0.0/24" {
+		t.Errorf("additional_no_proxy %v, want no_proxy and k8s_node_cidr", all["additional_no_proxy"])
+	}
+	param(m, "proxy")["k8s_node_cidr"] = "10.10.0.7/24"
+	if _, err := ParseParams(m); err == nil || !strings.Contains(err.Error(), "proxy.k8s_node_cidr") || !strings.Contains(err.Error(), "10.10.0.0/24") {
+		t.Errorf("a node CIDR with host bits: %v", err)
+	}
+}
