@@ -97,11 +97,11 @@ func (d *Driver) clusterNodes(ctx context.Context, m *session) (map[string]nodeS
 
 // hasNode asks the cluster whether a node is registered.
 func (d *Driver) hasNode(ctx context.Context, m *session, name string) (bool, error) {
-	res, err := m.x.Run(ctx, kubectl("get", "node", name, "-o", "name", "--ignore-not-found"), d.sudo(remote.RunOpts{}))
+	out, err := d.runKube(ctx, m, kubectl("get", "node", name, "-o", "name", "--ignore-not-found"), d.sudo(remote.RunOpts{}))
 	if err != nil {
 		return false, fmt.Errorf("looking up node %s on %s: %w", name, m.node.Name, err)
 	}
-	return strings.TrimSpace(res.Stdout) != "", nil
+	return strings.TrimSpace(out) != "", nil
 }
 
 // uploadScript puts the install script on a node (root-owned, 0700).
@@ -419,7 +419,7 @@ func (d *Driver) removeNode(ctx context.Context, m *session, p *Params, name str
 		return r, nil
 	}
 	note("cordon")
-	if _, err := m.run(ctx, kubectl("cordon", name), d.sudo(remote.RunOpts{})); err != nil {
+	if _, err := d.runKube(ctx, m, kubectl("cordon", name), d.sudo(remote.RunOpts{})); err != nil {
 		return r, fmt.Errorf("cordoning node %s: %w", name, err)
 	}
 	note(fmt.Sprintf("drain (timeout %v, policy %s)", p.DrainTimeout, p.DrainPolicy))
@@ -447,7 +447,7 @@ func (d *Driver) removeNode(ctx context.Context, m *session, p *Params, name str
 		r.Forced = true
 	}
 	note("delete node")
-	if _, err := m.run(ctx, kubectl("delete", "node", name, "--ignore-not-found"), d.sudo(remote.RunOpts{})); err != nil {
+	if _, err := d.runKube(ctx, m, kubectl("delete", "node", name, "--ignore-not-found"), d.sudo(remote.RunOpts{})); err != nil {
 		return r, fmt.Errorf("deleting node %s: %w", name, err)
 	}
 	return r, nil
@@ -477,7 +477,7 @@ func (e *DrainError) Unwrap() error { return e.Err }
 // podsOn lists the pods a drain waits for on a node: all but DaemonSet and
 // mirror (static) pods and finished ones.
 func (d *Driver) podsOn(ctx context.Context, m *session, node string) ([]string, error) {
-	out, err := m.run(ctx, kubectl("get", "pods", "--all-namespaces", "--field-selector", "spec.nodeName="+node, "-o", "json"), d.sudo(remote.RunOpts{}))
+	out, err := d.runKube(ctx, m, kubectl("get", "pods", "--all-namespaces", "--field-selector", "spec.nodeName="+node, "-o", "json"), d.sudo(remote.RunOpts{}))
 	if err != nil {
 		return nil, fmt.Errorf("listing the pods on %s: %w", node, err)
 	}
@@ -523,7 +523,7 @@ func (d *Driver) uncordon(ctx context.Context, m *session, name string) error {
 	if err != nil || !present {
 		return err
 	}
-	if _, err := m.run(ctx, kubectl("uncordon", name), d.sudo(remote.RunOpts{})); err != nil {
+	if _, err := d.runKube(ctx, m, kubectl("uncordon", name), d.sudo(remote.RunOpts{})); err != nil {
 		return fmt.Errorf("uncordoning node %s: %w", name, err)
 	}
 	return nil

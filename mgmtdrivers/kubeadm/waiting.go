@@ -26,7 +26,9 @@ func apiUnreachable(err error) bool {
 	}
 	s := err.Error()
 	for _, m := range []string{"Unable to connect to the server", "connection refused", "the server is currently unable to handle the request",
-		"TLS handshake timeout", "ServiceUnavailable", "etcdserver: request timed out", "etcdserver: leader changed"} {
+		"TLS handshake timeout", "ServiceUnavailable", "etcdserver: request timed out", "etcdserver: leader changed",
+		// A connection through the VIP cut by HAProxy or a keepalived failover.
+		"connection reset by peer", "http2: client connection lost"} {
 		if strings.Contains(s, m) {
 			return true
 		}
@@ -85,4 +87,27 @@ func firstLine(err error) string {
 		return strings.TrimSpace(s[i+1:])
 	}
 	return s
+}
+
+// runKube runs an idempotent kubectl command (get, cordon, uncordon, delete
+// --ignore-not-found) through a master and runs it again while the API
+// server does not answer — a request through the VIP can meet a reset from
+// HAProxy or a keepalived failover — for at most apiWait. Other errors,
+// including the API server's own refusals, return at once.
+func (d *Driver) runKube(ctx context.Context, m *session, cmd string, o remote.RunOpts) (string, error) {
+	start := time.Now()
+	backoff := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		out, err := m.run(ctx, cmd, o)
+		if !apiUnreachable(err) || time.Since(start) > apiWait || ctx.Err() != nil {
+			return out, err
+		}
+		m.log.Warn("the Kubernetes API server did not answer; trying again", "node", m.node.Name, "attempt", attempt, "error", firstLine(err))
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
 }

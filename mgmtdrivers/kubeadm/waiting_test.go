@@ -124,3 +124,45 @@ func splitAddr(t *testing.T, addr string) (string, int) {
 	}
 	return h, n
 }
+
+// A kubectl request through the VIP reset by HAProxy (CI saw it during a
+// master heal right after a keepalived failover) is run again; the API
+// server's own refusal is not.
+func TestRunKubeRetriesOnlyUnansweredRequests(t *testing.T) {
+	var cordons, deletes atomic.Int32
+	handler := func(e *remotetest.Exec) int {
+		_, _ = io.Copy(io.Discard, e.Stdin)
+		switch {
+		case strings.Contains(e.Cmd, "cordon"):
+			if cordons.Add(1) <= 2 {
+				_, _ = io.WriteString(e.Stderr, "Unable to connect to the server: Patch \"https://10.77.64.2:16443/api/v1/nodes/m2\": read tcp 10.77.64.7:53094->10.77.64.2:16443: read: connection reset by peer\n")
+				return 1
+			}
+			_, _ = io.WriteString(e.Stdout, "node/m2 cordoned\n")
+			return 0
+		default:
+			deletes.Add(1)
+			_, _ = io.WriteString(e.Stderr, "Error from server (Forbidden): nodes \"m2\" is forbidden\n")
+			return 1
+		}
+	}
+	srv := remotetest.Start(t, remotetest.Options{Passwords: map[string]string{"u": "p"},
+		Handler: remotetest.Scripted(remotetest.Rule{Match: regexp.MustCompile(`^sudo -n true$`)},
+			remotetest.Rule{Match: regexp.MustCompile(`kubectl`), Run: handler})})
+	host, port := splitAddr(t, srv.Addr)
+	x, err := remote.OpenSession(context.Background(), remote.Target{Host: host, Port: port, User: "u", Password: "p",
+		HostKeyPolicy: remote.InsecureIgnoreHostKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	d := &Driver{}
+	ms := &session{node: &Node{Name: "m1", SSHAddr: "10.0.0.1"}, x: x, log: slog.New(slog.DiscardHandler)}
+	out, err := d.runKube(context.Background(), ms, kubectl("cordon", "m2"), d.sudo(remote.RunOpts{}))
+	if err != nil || !strings.Contains(out, "cordoned") || cordons.Load() != 3 {
+		t.Errorf("cordon: %q, %v after %d attempts; want success on the third", out, err, cordons.Load())
+	}
+	if _, err := d.runKube(context.Background(), ms, kubectl("delete", "node", "m2", "--ignore-not-found"), d.sudo(remote.RunOpts{})); err == nil || deletes.Load() != 1 {
+		t.Errorf("delete refused by the API server: %v after %d attempts; want the error at once", err, deletes.Load())
+	}
+}
