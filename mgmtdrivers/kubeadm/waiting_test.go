@@ -51,16 +51,7 @@ func TestAPIWaitIsInTheProgress(t *testing.T) {
 		_, _ = io.WriteString(e.Stdout, `{"items":[{"metadata":{"name":"m1"},"status":{"conditions":[{"type":"Ready","status":"True"}]}}]}`)
 		return 0
 	}
-	srv := remotetest.Start(t, remotetest.Options{Passwords: map[string]string{"u": "p"},
-		Handler: remotetest.Scripted(remotetest.Rule{Match: regexp.MustCompile(`^sudo -n true$`)}, // the sudo probe
-			remotetest.Rule{Match: regexp.MustCompile(`kubectl`), Run: unreachable})})
-	host, port := splitAddr(t, srv.Addr)
-	x, err := remote.OpenSession(context.Background(), remote.Target{Host: host, Port: port, User: "u", Password: "p",
-		HostKeyPolicy: remote.InsecureIgnoreHostKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x := kubectlHost(t, unreachable)
 	pr := &notes{fakeProgress: newProgress()}
 	h := &hook{d: &Driver{}, op: &driverapi.Op{Progress: pr}, log: slog.New(slog.DiscardHandler)}
 	ms := &session{node: &Node{Name: "m1", SSHAddr: "10.0.0.1"}, x: x, log: h.log}
@@ -146,16 +137,7 @@ func TestRunKubeRetriesOnlyUnansweredRequests(t *testing.T) {
 			return 1
 		}
 	}
-	srv := remotetest.Start(t, remotetest.Options{Passwords: map[string]string{"u": "p"},
-		Handler: remotetest.Scripted(remotetest.Rule{Match: regexp.MustCompile(`^sudo -n true$`)},
-			remotetest.Rule{Match: regexp.MustCompile(`kubectl`), Run: handler})})
-	host, port := splitAddr(t, srv.Addr)
-	x, err := remote.OpenSession(context.Background(), remote.Target{Host: host, Port: port, User: "u", Password: "p",
-		HostKeyPolicy: remote.InsecureIgnoreHostKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x := kubectlHost(t, handler)
 	d := &Driver{}
 	ms := &session{node: &Node{Name: "m1", SSHAddr: "10.0.0.1"}, x: x, log: slog.New(slog.DiscardHandler)}
 	out, err := d.runKube(context.Background(), ms, kubectl("cordon", "m2"), d.sudo(remote.RunOpts{}))
@@ -165,4 +147,21 @@ func TestRunKubeRetriesOnlyUnansweredRequests(t *testing.T) {
 	if _, err := d.runKube(context.Background(), ms, kubectl("delete", "node", "m2", "--ignore-not-found"), d.sudo(remote.RunOpts{})); err == nil || deletes.Load() != 1 {
 		t.Errorf("delete refused by the API server: %v after %d attempts; want the error at once", err, deletes.Load())
 	}
+}
+
+// kubectlHost is an SSH session to a scripted host whose kubectl commands
+// run handler (and whose sudo probe succeeds).
+func kubectlHost(t *testing.T, handler func(*remotetest.Exec) int) *remote.Session {
+	t.Helper()
+	srv := remotetest.Start(t, remotetest.Options{Passwords: map[string]string{"u": "p"},
+		Handler: remotetest.Scripted(remotetest.Rule{Match: regexp.MustCompile(`^sudo -n true$`)}, // the sudo probe
+			remotetest.Rule{Match: regexp.MustCompile(`kubectl`), Run: handler})})
+	host, port := splitAddr(t, srv.Addr)
+	x, err := remote.OpenSession(context.Background(), remote.Target{Host: host, Port: port, User: "u", Password: "p",
+		HostKeyPolicy: remote.InsecureIgnoreHostKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	return x
 }
