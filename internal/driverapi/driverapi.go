@@ -413,6 +413,14 @@ type InfraDriver interface {
 	RollbackScale(ctx context.Context, op *Op) error
 }
 
+// ConflictError refuses a request because of the state of other resources
+// — CNF instances still deployed on the Kubernetes VIM of the cluster a
+// terminate would delete —: the VNFM answers 409 Conflict (not 422) with
+// Detail, before any operation exists.
+type ConflictError struct{ Detail string }
+
+func (e *ConflictError) Error() string { return e.Detail }
+
 // ErrCancelled is returned by drivers that stop because of a GRACEFUL cancel.
 var ErrCancelled = cancelledError{}
 

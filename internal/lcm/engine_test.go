@@ -18,6 +18,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
+	"github.com/mini-vnfm/mini-vnfm/internal/reqerr"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
@@ -468,6 +469,15 @@ func TestTerminateAndDelete(t *testing.T) {
 	w.wait(op.ID, model.StateCompleted)
 	if err := w.svc.DeleteInstance(ctx, id); !isKind(err, lcm.KindConflict) {
 		t.Fatalf("delete INSTANTIATED: %v", err)
+	}
+	// A management driver that finds other resources in the way (CNFs on
+	// the cluster's VIM) refuses with 409, and no operation starts.
+	_, err := w.svc.Terminate(ctx, id, []byte(`{"terminationType":"FORCEFUL","additionalParams":{"fake":{"conflict":"the cluster's VIM is in use by VNF instance x"}}}`))
+	if le, ok := reqerr.As(err); !ok || le.Kind != lcm.KindConflict || le.Detail != "the cluster's VIM is in use by VNF instance x" {
+		t.Fatalf("terminate refused by the driver: %v, want 409 with its detail", err)
+	}
+	if in := w.mustInst(id); in.InstantiationState != model.Instantiated {
+		t.Fatalf("after the refused terminate: %s", in.InstantiationState)
 	}
 	term, err := w.svc.Terminate(ctx, id, []byte(`{"terminationType":"GRACEFUL","gracefulTerminationTimeout":1}`))
 	if err != nil {

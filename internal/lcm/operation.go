@@ -191,6 +191,10 @@ func (s *Service) driverParams(ctx context.Context, o *operation, a *accepting) 
 			if le, ok := reqerr.As(err); ok {
 				return nil, le
 			}
+			var ce *driverapi.ConflictError
+			if errors.As(err, &ce) {
+				return nil, errorf(KindConflict, "%s", ce.Detail)
+			}
 			return nil, errorf(KindUnprocessable, "management driver %s: %v", name, err)
 		}
 		out[name] = p

@@ -37,6 +37,10 @@ type Knobs struct {
 	FailFile string `json:"failFile"`
 	// FailNode makes only that node fail inside FailStep.
 	FailNode string `json:"failNode"`
+	// Conflict makes the management driver refuse the request when it is
+	// accepted, as a driver does when other resources stand in the way
+	// (*driverapi.ConflictError with this detail).
+	Conflict string `json:"conflict"`
 }
 
 func knobsOf(ap map[string]any) Knobs {
@@ -351,6 +355,9 @@ func (m *Mgmt) ParseParams(_ context.Context, a *driverapi.Accept, _ *MgmtParams
 	ap := a.Request.AdditionalParams()
 	p := &MgmtParams{Knobs: knobsOf(ap)}
 	p.Password, _ = ap["password"].(string)
+	if p.Knobs.Conflict != "" {
+		return nil, &driverapi.ConflictError{Detail: p.Knobs.Conflict}
+	}
 	return p, nil
 }
 

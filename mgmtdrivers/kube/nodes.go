@@ -311,11 +311,13 @@ func CheckNodeCPs(r *Reader, fl *model.Flavour, path string, np NodeParams) {
 }
 
 // CheckVimUsers refuses an operation that removes the cluster's Kubernetes
-// VIM (names: terminate, entire heal) while other instances or operations
-// refer to it: they would be left with a VIM that is gone, and the VMs
-// would be deleted before the removal failed.
-func CheckVimUsers(ctx context.Context, a *driverapi.Accept, names ...string) error {
-	if a.Vims == nil {
+// VIM (names: terminate, entire heal) while other instances — the CNFs
+// deployed on the cluster — or operations refer to it: they would be left
+// with a VIM that is gone, and the VMs would be deleted before the removal
+// failed. The refusal is a *driverapi.ConflictError (409) naming them;
+// force (additionalParams.force) lets the operation run anyway.
+func CheckVimUsers(ctx context.Context, a *driverapi.Accept, force bool, names ...string) error {
+	if a.Vims == nil || force {
 		return nil
 	}
 	for _, name := range names {
@@ -324,8 +326,20 @@ func CheckVimUsers(ctx context.Context, a *driverapi.Accept, names ...string) er
 			return err
 		}
 		if len(users) > 0 {
-			return fmt.Errorf("the cluster's Kubernetes VIM %s is in use by %s: this operation removes it (the cluster is deleted or rebuilt); terminate those first, or give them another VIM", name, strings.Join(users, ", "))
+			return &driverapi.ConflictError{Detail: fmt.Sprintf("the cluster's Kubernetes VIM %s is in use by %s: this operation removes it (the cluster is deleted or rebuilt); terminate those first, give them another VIM, or send additionalParams.force: true to go ahead anyway (they are left with a VIM whose cluster is gone)",
+				name, strings.Join(users, ", "))}
 		}
 	}
 	return nil
+}
+
+// ForceParam reads additionalParams.force (a boolean, or "true"/"false").
+func ForceParam(additional map[string]any) (bool, error) {
+	r := &Reader{}
+	o := r.Object("additionalParams", additional, false)
+	if o == nil {
+		return false, r.Err()
+	}
+	f := o.Bool("force")
+	return f, r.Err()
 }

@@ -69,6 +69,8 @@ func TestDocsOverridesWork(t *testing.T) {
 			v = DrainForce
 		case "worker_parallelism":
 			v = 3
+		case "force":
+			v = true
 		case "master_node_ssh_private_key", "worker_node_ssh_private_key", "master_node_ssh_private_key_passphrase", "worker_node_ssh_private_key_passphrase":
 			continue // needs a real key: covered by params_test
 		}
@@ -80,7 +82,7 @@ func TestDocsOverridesWork(t *testing.T) {
 			"master_node_username": p.Master.Username == "changed", "master_node_password": p.Master.Password == "changed",
 			"worker_node_username": p.Worker.Username == "changed", "worker_node_password": p.Worker.Password == "changed",
 			"drain_timeout": p.DrainTimeout == 7*time.Minute, "drain_policy": p.DrainPolicy == DrainForce,
-			"worker_parallelism": p.WorkerParallelism == 3,
+			"worker_parallelism": p.WorkerParallelism == 3, "force": p.Force,
 		}
 		if changed, known := got[k]; !known || !changed {
 			t.Errorf("documented override %s does not change the parameters", k)

@@ -555,11 +555,23 @@ func vimNames(in *model.VnfInstance, name string) []string {
 	return names
 }
 
-// removeVim deletes the cluster's VIM and its vimConnectionInfo entry.
-func (d *Driver) removeVim(ctx context.Context, op *driverapi.Op, name string) error {
+// removeVim deletes the cluster's VIM and its vimConnectionInfo entry. With
+// force (the operator went ahead although CNFs use the VIM), a VIM others
+// still refer to is left registered for them.
+func (d *Driver) removeVim(ctx context.Context, op *driverapi.Op, name string, force bool) error {
 	for _, n := range vimNames(op.Instance, name) {
 		if op.Vims == nil {
 			return errors.New("no VIM registry: cannot remove the cluster's VIM")
+		}
+		if force {
+			users, err := op.Vims.VimUsers(ctx, n, op.Instance.ID)
+			if err != nil {
+				return err
+			}
+			if len(users) > 0 {
+				op.Log.Warn("force: the cluster's Kubernetes VIM stays registered for its users", "vim", n, "users", strings.Join(users, ", "))
+				continue
+			}
 		}
 		if err := op.Vims.RemoveKubernetesVim(ctx, n, op.Instance.ID); err != nil {
 			return fmt.Errorf("removing Kubernetes VIM %s: %w", n, err)
@@ -572,7 +584,7 @@ func (d *Driver) removeVim(ctx context.Context, op *driverapi.Op, name string) e
 // TerminateEnd removes the cluster's VIM and its vimConnectionInfo entry
 // (the VMs are gone; nothing runs on them).
 func (d *Driver) TerminateEnd(ctx context.Context, op *driverapi.Op, p *Params) error {
-	return d.removeVim(ctx, op, p.VimName)
+	return d.removeVim(ctx, op, p.VimName, p.Force)
 }
 
 // ScaleStart drains and removes the scale-in victims (the VNFCs the infra
@@ -837,7 +849,7 @@ func (d *Driver) HealStart(ctx context.Context, op *driverapi.Op, p *Params) err
 	recordServers(op, scratchHealed, targets)
 	if len(req.VnfcInstanceID) == 0 {
 		h.note(ctx, "entire heal: removing Kubernetes VIM %s; the cluster is rebuilt after the VNF", h.p.VimName)
-		return d.removeVim(ctx, op, h.p.VimName)
+		return d.removeVim(ctx, op, h.p.VimName, h.p.Force)
 	}
 	if len(masters) > 0 {
 		return h.healMastersStart(ctx, masters, workers)
@@ -955,7 +967,7 @@ func (d *Driver) forgetServers(ctx context.Context, h *hook, before map[string]s
 func (d *Driver) Rollback(ctx context.Context, hookName string, op *driverapi.Op, p *Params) error {
 	switch hookName {
 	case model.HookInstantiateEnd:
-		return d.removeVim(ctx, op, p.VimName)
+		return d.removeVim(ctx, op, p.VimName, false)
 	case model.HookScaleEnd:
 		if !op.Request.ScaleOut() {
 			return nil
@@ -1026,7 +1038,7 @@ func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *P
 		}
 	case a.Request.Heal != nil:
 		if len(a.Request.Heal.VnfcInstanceID) == 0 {
-			return p, kube.CheckVimUsers(ctx, a, vimNames(a.Instance, p.VimName)...)
+			return p, kube.CheckVimUsers(ctx, a, p.Force, vimNames(a.Instance, p.VimName)...)
 		}
 		if topo != nil {
 			if err := checkHeal(info, topo, p, a.Request.Heal.VnfcInstanceID); err != nil {
@@ -1034,7 +1046,7 @@ func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *P
 			}
 		}
 	case a.Request.Terminate != nil:
-		return p, kube.CheckVimUsers(ctx, a, vimNames(a.Instance, p.VimName)...)
+		return p, kube.CheckVimUsers(ctx, a, p.Force, vimNames(a.Instance, p.VimName)...)
 	}
 	return p, nil
 }

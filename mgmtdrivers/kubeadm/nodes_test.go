@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"os"
 	"slices"
@@ -397,8 +398,16 @@ func TestParseParamsAtAccept(t *testing.T) {
 			t.Errorf("%+v with the cluster's VIM unused: %v", req, err)
 		}
 		vims.users["kubernetes_vim_i"] = []string{"VNF instance 5c0e"}
-		if _, err := d.ParseParams(ctx, a, stored); err == nil || !strings.Contains(err.Error(), "the cluster's Kubernetes VIM kubernetes_vim_i is in use by VNF instance 5c0e") {
-			t.Errorf("%+v with the cluster's VIM in use: %v", req, err)
+		_, err := d.ParseParams(ctx, a, stored)
+		var ce *driverapi.ConflictError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "the cluster's Kubernetes VIM kubernetes_vim_i is in use by VNF instance 5c0e") {
+			t.Errorf("%+v with the cluster's VIM in use: %v, want a ConflictError (409) naming the user", req, err)
+		}
+		// additionalParams.force: the operator means it.
+		forced := *a
+		forced.Request = withForce(req)
+		if _, err := d.ParseParams(ctx, &forced, stored); err != nil {
+			t.Errorf("%+v with force: %v", forced.Request, err)
 		}
 		delete(vims.users, "kubernetes_vim_i")
 	}
@@ -409,4 +418,20 @@ func TestParseParamsAtAccept(t *testing.T) {
 	if err != nil || sp.Worker.Password != "new-pw" || sp.DrainTimeout != time.Minute || stored.Worker.Password != "p" {
 		t.Errorf("scale overrides: %+v %v (stored %q)", sp, err, stored.Worker.Password)
 	}
+}
+
+// withForce is req with additionalParams.force: true.
+func withForce(req driverapi.Request) driverapi.Request {
+	force := map[string]any{"force": true}
+	switch {
+	case req.Terminate != nil:
+		t := *req.Terminate
+		t.AdditionalParams = force
+		return driverapi.Request{Terminate: &t}
+	case req.Heal != nil:
+		h := *req.Heal
+		h.AdditionalParams = force
+		return driverapi.Request{Heal: &h}
+	}
+	return req
 }

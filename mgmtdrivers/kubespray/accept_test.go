@@ -2,6 +2,7 @@ package kubespray
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -58,6 +59,10 @@ func TestAcceptRefusesWhatCannotSucceed(t *testing.T) {
 			want: "the cluster's Kubernetes VIM kubespray_vim is in use by VNF instance 5c0e, LCM operation occurrence 77a1"},
 		{name: "entire heal, the VIM in use", req: driverapi.Request{Heal: &model.HealVnfRequest{}},
 			vims: vimUsers{"kubespray_vim": {"VNF instance 5c0e"}}, want: "is in use by VNF instance 5c0e"},
+		{name: "terminate, the VIM in use, force", req: driverapi.Request{Terminate: &model.TerminateVnfRequest{TerminationType: "FORCEFUL",
+			AdditionalParams: map[string]any{"force": true}}}, vims: vimUsers{"kubespray_vim": {"VNF instance 5c0e"}}},
+		{name: "terminate, force not a boolean", req: driverapi.Request{Terminate: &model.TerminateVnfRequest{TerminationType: "FORCEFUL",
+			AdditionalParams: map[string]any{"force": "sure"}}}, vims: vimUsers{"kubespray_vim": {"VNF instance 5c0e"}}, want: "additionalParams.force"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &driverapi.Accept{Request: tc.req, Instance: in, Flavour: fl, Infra: testInfra{}}
@@ -65,6 +70,10 @@ func TestAcceptRefusesWhatCannotSucceed(t *testing.T) {
 				a.Vims = tc.vims
 			}
 			p, err := (&Driver{}).ParseParams(context.Background(), a, stored)
+			var ce *driverapi.ConflictError
+			if strings.Contains(tc.want, "in use by") && !errors.As(err, &ce) {
+				t.Errorf("%v is not a ConflictError (409)", err)
+			}
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)

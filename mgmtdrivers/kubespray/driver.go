@@ -296,7 +296,12 @@ func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *P
 	case req.Scale != nil:
 		return p, checkAspect(a.Flavour, c, p, req.Scale.AspectID)
 	case req.Heal != nil && len(req.Heal.VnfcInstanceID) == 0, req.Terminate != nil:
-		return p, kube.CheckVimUsers(ctx, a, p.vimName(a.Instance.ID))
+		force, err := kube.ForceParam(req.AdditionalParams())
+		if err != nil {
+			return nil, err
+		}
+		p.Force = force
+		return p, kube.CheckVimUsers(ctx, a, force, p.vimName(a.Instance.ID))
 	case req.Heal != nil && c != nil:
 		var masters []string
 		for _, id := range req.Heal.VnfcInstanceID {

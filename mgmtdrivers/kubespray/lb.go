@@ -204,6 +204,18 @@ func (s *session) registerVim(ctx context.Context) error {
 // removeVim deletes the cluster's VIM and its vimConnectionInfo entry.
 func (s *session) removeVim(ctx context.Context) error {
 	name := s.p.vimName(s.op.Instance.ID)
+	if s.p.Force {
+		// The operator went ahead although CNFs use the VIM: it stays
+		// registered for them.
+		users, err := s.op.Vims.VimUsers(ctx, name, s.op.Instance.ID)
+		if err != nil {
+			return err
+		}
+		if len(users) > 0 {
+			s.log.Warn("force: the cluster's Kubernetes VIM stays registered for its users", "vim", name, "users", strings.Join(users, ", "))
+			return nil
+		}
+	}
 	if err := s.op.Vims.RemoveKubernetesVim(ctx, name, s.op.Instance.ID); err != nil {
 		return fmt.Errorf("kubespray: removing the Kubernetes VIM %s: %w", name, err)
 	}

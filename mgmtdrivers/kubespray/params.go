@@ -30,9 +30,12 @@ const (
 type Params struct {
 	// VimName (vim_name) names the cluster's Kubernetes VIM (default
 	// kubernetes_vim_<vnfInstanceId>).
-	VimName string     `json:"vim_name"`
-	Master  NodeParams `json:"master_node"`
-	Worker  NodeParams `json:"worker_node"`
+	VimName string `json:"vim_name"`
+	// Force is a terminate's or entire heal's additionalParams.force: go
+	// ahead although CNFs still use the cluster's VIM (it stays registered).
+	Force  bool       `json:"force,omitempty"`
+	Master NodeParams `json:"master_node"`
+	Worker NodeParams `json:"worker_node"`
 	// Proxy (proxy) are the cluster's HTTP proxies; k8s_node_cidr goes
 	// into kubespray's additional_no_proxy.
 	Proxy      kube.Proxy `json:"proxy"`
