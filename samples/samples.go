@@ -8,11 +8,15 @@ import (
 	"io/fs"
 )
 
-//go:embed kubeadm-single kubeadm-ha kubeadm-ha-lb kubespray
+//go:embed kubeadm-single kubeadm-ha kubeadm-ha-lb kubespray cnf-helloworld
 var trees embed.FS
 
-// Names lists the sample packages.
+// Names lists the sample packages that build a Kubernetes cluster (VNF-A).
 var Names = []string{"kubeadm-single", "kubeadm-ha", "kubeadm-ha-lb", "kubespray"}
+
+// CNFNames lists the sample CNF packages (VNF-B), deployed on the
+// Kubernetes VIM a cluster sample registers.
+var CNFNames = []string{"cnf-helloworld"}
 
 // Tree returns the source tree of one sample package.
 func Tree(name string) (fs.FS, error) { return fs.Sub(trees, name) }

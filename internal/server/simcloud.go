@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/deps"
@@ -48,7 +49,7 @@ func provisionSimCloud(ctx context.Context, log *slog.Logger, svc *lcm.Service, 
 		}
 		log.Info("registered the OpenStack simulator as the default VIM", "name", SimVimName, "authUrl", c.AuthURL)
 	}
-	for _, name := range samples.Names {
+	for _, name := range append(slices.Clone(samples.Names), samples.CNFNames...) {
 		tree, err := samples.Tree(name)
 		if err != nil {
 			return err
@@ -94,7 +95,7 @@ What you can do now (the VNFM brought its own cloud):
 
   Tacker CLI:  export OS_AUTH_TYPE=none OS_ENDPOINT=%[1]s
                openstack vnf package list; openstack vim list; openstack vnflcm list
-`, endpoint, c.URL, SimVimName, c.Summary(), strings.Join(samples.Names, ", "), missing)
+`, endpoint, c.URL, SimVimName, c.Summary(), strings.Join(append(slices.Clone(samples.Names), samples.CNFNames...), ", "), missing)
 }
 
 // standinSetup installs the Kubernetes stand-in into every simulator host, so
