@@ -365,13 +365,6 @@ func objPath(r *resource, ns, name string) string {
 	return p
 }
 
-// Get fetches one object.
-func (c *Client) Get(ctx context.Context, r *resource, ns, name string) (Obj, error) {
-	var o Obj
-	err := c.Do(ctx, http.MethodGet, objPath(r, ns, name), nil, &o)
-	return o, err
-}
-
 // List lists objects (ns "" = all namespaces) with optional selectors.
 func (c *Client) List(ctx context.Context, r *resource, ns, fieldSel, labelSel string) ([]Obj, error) {
 	q := url.Values{}
@@ -391,10 +384,14 @@ func (c *Client) List(ctx context.Context, r *resource, ns, fieldSel, labelSel s
 	if err := c.Do(ctx, http.MethodGet, p, nil, &l); err != nil {
 		return nil, err
 	}
-	for _, it := range l.Items {
-		withKind(r, it)
-	}
 	return l.Items, nil
+}
+
+// Get fetches one object.
+func (c *Client) Get(ctx context.Context, r *resource, ns, name string) (Obj, error) {
+	var o Obj
+	err := c.Do(ctx, http.MethodGet, objPath(r, ns, name), nil, &o)
+	return o, err
 }
 
 // Create posts a new object.
@@ -404,16 +401,16 @@ func (c *Client) Create(ctx context.Context, r *resource, ns string, o Obj) (Obj
 	return out, err
 }
 
+// Delete deletes an object.
+func (c *Client) Delete(ctx context.Context, r *resource, ns, name string) error {
+	return c.Do(ctx, http.MethodDelete, objPath(r, ns, name), nil, nil)
+}
+
 // Patch sends a merge patch.
 func (c *Client) Patch(ctx context.Context, r *resource, ns, name string, patch Obj) (Obj, error) {
 	var out Obj
 	err := c.DoCT(ctx, http.MethodPatch, objPath(r, ns, name), "application/merge-patch+json", patch, &out)
 	return out, err
-}
-
-// Delete deletes an object.
-func (c *Client) Delete(ctx context.Context, r *resource, ns, name string) error {
-	return c.Do(ctx, http.MethodDelete, objPath(r, ns, name), nil, nil)
 }
 
 // defaultKubeconfigPath is $KUBECONFIG (first entry) or ~/.kube/config.

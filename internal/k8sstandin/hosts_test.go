@@ -186,10 +186,18 @@ func TestClusterOnHosts(t *testing.T) {
 		t.Fatalf("second join: err=%v\n%s", err, out)
 	}
 
-	// An expired token and a wrong CA hash are refused; then a correct join works.
+	// An expired token and a wrong CA hash are refused; then a correct join
+	// works. The real kubeadm retries discovery until its timeout (5 min by
+	// default): a JoinConfiguration shortens it.
 	expired := strings.TrimSpace(c.mustRun("master1", "sudo kubeadm token create --ttl 1s"))
 	time.Sleep(1500 * time.Millisecond)
-	out, err = c.run("worker3", fmt.Sprintf("sudo kubeadm join %s --token %s --discovery-token-ca-cert-hash %s", j[1], expired, j[3]))
+	joinCfg := fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+discovery:
+  bootstrapToken: {apiServerEndpoint: "%s", token: %s, caCertHashes: ["%s"]}
+timeouts: {discovery: 15s}
+`, j[1], expired, j[3])
+	out, err = c.run("worker3", "cat > /tmp/join.yaml <<'EOF'\n"+joinCfg+"EOF\nsudo kubeadm join --config /tmp/join.yaml")
 	if err == nil || !strings.Contains(out, "could not find a JWS signature in the cluster-info ConfigMap for token ID") {
 		t.Fatalf("join with expired token: err=%v\n%s", err, out)
 	}
@@ -221,43 +229,66 @@ func TestClusterOnHosts(t *testing.T) {
 	}
 
 	t.Run("drain", func(t *testing.T) {
-		pods := `apiVersion: v1
-kind: List
-items:
-- apiVersion: v1
-  kind: Pod
-  metadata:
-    name: web-1
-    namespace: default
-    ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: 11111111-1111-4111-8111-111111111111, controller: true}]
-  spec:
-    nodeName: worker1
-    containers: [{name: web, image: nginx}]
-    volumes: [{name: scratch, emptyDir: {}}]
-- apiVersion: v1
-  kind: Pod
-  metadata:
-    name: guarded
-    namespace: default
-    annotations: {k8s-standin.mini-vnfm.io/eviction-blocked: "true"}
-    ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: db, uid: 22222222-2222-4222-8222-222222222222, controller: true}]
-  spec:
-    nodeName: worker1
-    containers: [{name: db, image: postgres}]
-- apiVersion: v1
-  kind: Pod
-  metadata: {name: elsewhere, namespace: default}
-  spec:
-    nodeName: worker2
-    containers: [{name: x, image: busybox}]
+		// web runs on worker1; db too, guarded by a PodDisruptionBudget that
+		// allows no disruption; an unmanaged pod runs on worker2.
+		objs := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: worker1}
+      containers: [{name: web, image: nginx}]
+      volumes: [{name: scratch, emptyDir: {}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: db, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: worker1}
+      containers: [{name: db, image: postgres}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: db, namespace: default}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: db}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: elsewhere, namespace: default}
+spec:
+  nodeName: worker2
+  containers: [{name: x, image: busybox}]
 `
-		c.mustRun("master1", "cat > /tmp/pods.yaml <<'EOF'\n"+pods+"EOF\nkubectl apply -f /tmp/pods.yaml")
-		onNode := c.mustRun("master1", "kubectl get pods -A --field-selector spec.nodeName=worker1 -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}{\"\\n\"}{end}'")
-		if !strings.Contains(onNode, "default/web-1") || !strings.Contains(onNode, "default/guarded") ||
-			!strings.Contains(onNode, "kube-system/kube-proxy-") || strings.Contains(onNode, "elsewhere") {
+		c.mustRun("master1", "cat > /tmp/objs.yaml <<'EOF'\n"+objs+"EOF\nkubectl apply -f /tmp/objs.yaml")
+		onWorker1 := "kubectl get pods -A --field-selector spec.nodeName=worker1,status.phase=Running -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}{\"\\n\"}{end}'"
+		deadline := time.Now().Add(90 * time.Second)
+		var onNode string
+		for {
+			onNode = c.mustRun("master1", onWorker1)
+			pdb := c.mustRun("master1", "kubectl get pdb db -o jsonpath='{.status.currentHealthy}'")
+			if strings.Contains(onNode, "default/web-") && strings.Contains(onNode, "default/db-") && strings.TrimSpace(pdb) == "1" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pods on worker1 (want web and db Running, the PDB counting db):\n%s\n%s", onNode, c.mustRun("master1", "kubectl get pods -A -o wide; kubectl get pdb"))
+			}
+			time.Sleep(time.Second)
+		}
+		if !strings.Contains(onNode, "kube-system/kube-proxy-") || strings.Contains(onNode, "elsewhere") {
 			t.Fatalf("pods on worker1:\n%s", onNode)
 		}
-		// Without --ignore-daemonsets kubectl refuses, as the real one does.
+		// Without --ignore-daemonsets kubectl refuses.
 		out, err := c.run("master1", "kubectl drain worker1 --delete-emptydir-data --timeout=5s")
 		if err == nil || !strings.Contains(out, "cannot delete DaemonSet-managed Pods") {
 			t.Fatalf("drain without --ignore-daemonsets: err=%v\n%s", err, out)
@@ -267,27 +298,27 @@ items:
 		if err == nil {
 			t.Fatalf("drain with a blocking pod succeeded:\n%s", out)
 		}
-		if time.Since(t0) > 15*time.Second {
+		if time.Since(t0) > 20*time.Second {
 			t.Fatalf("drain took %v with --timeout=3s", time.Since(t0))
 		}
-		for _, want := range []string{"pod/web-1 evicted", "Cannot evict pod as it would violate the pod's disruption budget",
-			"There are pending pods in node \"worker1\"", "pod/guarded", "global timeout reached: 3s", "There are pending nodes to be drained"} {
+		for _, want := range []string{"evicting pod default/web-", "Cannot evict pod as it would violate the pod's disruption budget",
+			"There are pending pods in node \"worker1\"", "pod/db-", "global timeout reached: 3s", "There are pending nodes to be drained"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("drain output lacks %q:\n%s", want, out)
 			}
 		}
-		left := c.mustRun("master1", "kubectl get pods -n default -o name")
-		if strings.Contains(left, "web-1") || !strings.Contains(left, "pod/guarded") {
-			t.Fatalf("pods after failed drain:\n%s", left)
+		// web was evicted (it may still be terminating), db was not.
+		left := c.mustRun("master1", "kubectl get pods -n default --field-selector spec.nodeName=worker1 -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{\"\\n\"}{end}'")
+		if regexp.MustCompile(`(?m)^web-\S+ $`).MatchString(left) || !regexp.MustCompile(`(?m)^db-\S+ $`).MatchString(left) {
+			t.Fatalf("pods on worker1 after the failed drain:\n%s", left)
 		}
 		nodes := c.mustRun("master1", "kubectl get nodes")
 		if !regexp.MustCompile(`(?m)^worker1\s+Ready,SchedulingDisabled`).MatchString(nodes) {
 			t.Fatalf("worker1 not cordoned:\n%s", nodes)
 		}
 		// Lift the blocker: the drain completes, then the node is deleted.
-		c.mustRun("master1", "kubectl annotate pod guarded k8s-standin.mini-vnfm.io/eviction-blocked- 2>/dev/null || "+
-			"kubectl apply -f - <<'EOF'\n{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"guarded\",\"namespace\":\"default\",\"annotations\":{\"k8s-standin.mini-vnfm.io/eviction-blocked\":\"false\"}}}\nEOF")
-		out = c.mustRun("master1", "kubectl drain worker1 --ignore-daemonsets --delete-emptydir-data --timeout=30s")
+		c.mustRun("master1", "kubectl delete pdb db")
+		out = c.mustRun("master1", "kubectl drain worker1 --ignore-daemonsets --delete-emptydir-data --timeout=60s")
 		if !strings.Contains(out, "node/worker1 drained") {
 			t.Fatalf("drain:\n%s", out)
 		}
@@ -370,10 +401,44 @@ subjects: [{kind: ServiceAccount, name: vnfm, namespace: kube-system}]
 		if code, _ := get(string(tokB) + "x"); code != 401 {
 			t.Fatalf("bad token: %d, want 401", code)
 		}
-		// Deleting the Secret revokes the token.
+		// Deleting the Secret revokes the token (once the API server's
+		// Secret cache has seen the deletion).
 		c.mustRun("master1", "kubectl delete secret vnfm-token -n kube-system")
-		if code, _ := get(string(tokB)); code != 401 {
-			t.Fatalf("token of a deleted Secret: %d, want 401", code)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			code, _ := get(string(tokB))
+			if code == 401 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("token of a deleted Secret: %d, want 401", code)
+			}
+			time.Sleep(time.Second)
+		}
+	})
+
+	t.Run("static pod restart and control-plane join refused", func(t *testing.T) {
+		// Kill the API server: the kubelet starts it again from its manifest,
+		// and the state (in etcd) is still there.
+		c.mustRun("master1", kubectlAdmin+"create namespace kept")
+		c.mustRun("master1", "sudo kill $(cat /run/k8s-standin/pods/kube-apiserver.pid)")
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			out, err := c.run("master1", kubectlAdmin+"get ns kept -o name")
+			if err == nil && strings.TrimSpace(out) == "namespace/kept" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("API server not back with its state: %v %s\n%s", err, out, c.logs("master1"))
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		// A control-plane join needs a cluster with a controlPlaneEndpoint.
+		tok := strings.TrimSpace(c.mustRun("master1", "sudo kubeadm token create --ttl 5m"))
+		out, err := c.run("worker3", "sudo kubeadm reset -f && sudo kubeadm join "+j[1]+" --token "+tok+" --discovery-token-ca-cert-hash "+j[3]+
+			" --control-plane --certificate-key "+strings.Repeat("ab", 32))
+		if err == nil || !strings.Contains(out, "controlPlaneEndpoint") {
+			t.Fatalf("control-plane join to a cluster without endpoint: err=%v\n%s", err, out)
 		}
 	})
 }
@@ -538,46 +603,5 @@ func TestInstallScriptOnHosts(t *testing.T) {
 	out, err = c.run("w1", "bash /tmp/install_k8s_cluster.sh -w "+w1+" -i "+m1)
 	if err == nil || parseResults(out)["status"] != "failed" || !strings.Contains(out, "-t (token) is required") {
 		t.Fatalf("worker without token: err=%v\n%s", err, out)
-	}
-}
-
-// TestLocalStoreOnHosts covers a single master without etcd (the API server
-// keeps its state in a file) and the kubelet restarting a killed static pod.
-func TestLocalStoreOnHosts(t *testing.T) {
-	c := newCluster(t, "kstd", "10.77.54.0/24", "solo", "w1")
-	ctx := context.Background()
-	solo := c.hosts["solo"]
-	out, err := solo.Exec(ctx, "env", "K8S_STANDIN_NO_ETCD=1", "kubeadm", "init", "--apiserver-advertise-address", c.ip("solo"))
-	if err != nil || !strings.Contains(out, "keeps the cluster state in /var/lib/k8s-standin/store.json") {
-		t.Fatalf("init without etcd: %v\n%s", err, out)
-	}
-	j := joinRE.FindStringSubmatch(out)
-	if j == nil {
-		t.Fatalf("no join line:\n%s", out)
-	}
-	c.mustRun("w1", fmt.Sprintf("sudo kubeadm join %s --token %s --discovery-token-ca-cert-hash %s", j[1], j[2], j[3]))
-	c.mustRun("solo", kubectlAdmin+"create namespace kept")
-	// Kill the API server: the kubelet starts it again from its manifest and
-	// the state is still there.
-	c.mustRun("solo", "sudo kill $(cat /run/k8s-standin/pods/kube-apiserver.pid)")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, err := c.run("solo", kubectlAdmin+"get ns kept -o name")
-		if err == nil && strings.TrimSpace(out) == "namespace/kept" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("API server not back with its state: %v %s\n%s", err, out, c.logs("solo"))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	if n := readyNodes(t, c.mustRun("solo", kubectlAdmin+"get nodes -o json")); len(n) != 2 || !n["w1"] {
-		t.Fatalf("nodes: %v", n)
-	}
-	// A control-plane join needs etcd on the first master.
-	out, err = c.run("w1", "sudo kubeadm reset -f && sudo kubeadm join "+j[1]+" --token "+j[2]+" --discovery-token-ca-cert-hash "+j[3]+
-		" --control-plane --certificate-key "+k8sstandin.NewCertificateKey())
-	if err == nil || !strings.Contains(out, "controlPlaneEndpoint") {
-		t.Fatalf("control-plane join to a cluster without endpoint: err=%v\n%s", err, out)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/kubeworld/kubebin"
 	"github.com/mini-vnfm/mini-vnfm/internal/testhosts"
 )
 
@@ -22,6 +23,9 @@ const BinaryEnv = "K8S_STANDIN_BIN"
 const (
 	InstalledBinary = "/usr/local/bin/k8s-standin"
 	kubeletUnit     = "/usr/lib/systemd/system/kubelet.service"
+	// hostBinDir receives the real binaries in a host that cannot see the
+	// cache (one under /root, /home or /tmp, which every host has its own of).
+	hostBinDir = "/usr/local/lib/k8s-standin/bin"
 )
 
 var build struct {
@@ -62,13 +66,16 @@ func Binary(ctx context.Context) (string, error) {
 	return build.path, build.err
 }
 
-// installScript runs in the host after the binary was copied in.
+// installScript runs in the host after the binary was copied in; $3 is the
+// directory of the real binaries as the host sees it.
 const installScript = `set -e
-for n in kubeadm kubectl kubelet; do ln -sf ` + InstalledBinary + ` /usr/bin/$n; done
+ln -sf ` + InstalledBinary + ` /usr/bin/kubeadm
+ln -sf ` + InstalledBinary + ` /usr/bin/kubelet
+ln -sf "$3/kubectl" /usr/bin/kubectl
 mkdir -p /usr/lib/systemd/system /etc/kubernetes/manifests /var/lib/kubelet
-cat > ` + kubeletUnit + ` <<'EOF'
+cat > ` + kubeletUnit + ` <<'UNIT'
 [Unit]
-Description=kubelet: The Kubernetes Node Agent (k8s-standin)
+Description=kubelet: The Kubernetes Node Agent (k8s-standin: static pods as processes, kwok for the node)
 Documentation=https://kubernetes.io/docs/
 
 [Service]
@@ -79,18 +86,22 @@ KillMode=process
 
 [Install]
 WantedBy=multi-user.target
-EOF
+UNIT
 # Enabled, as the kubelet package's postinst does: a node that boots again
 # (its cloud restarted) starts its kubelet, which starts the static pods.
 systemctl enable kubelet >/dev/null 2>&1 || true
-printf 'k8s-standin %s\nkubernetes %s\nbinary %s\n' "$1" "$2" ` + InstalledBinary + ` > ` + MarkerFile + `
+printf 'k8s-standin %s\nkubernetes %s\nbinary %s\nbinaries %s\n' "$1" "$2" ` + InstalledBinary + ` "$3" > ` + MarkerFile + `
 `
 
 // Install puts the stand-in into a test host: the binary at
-// /usr/local/bin/k8s-standin, symlinks /usr/bin/{kubeadm,kubectl,kubelet}, a
+// /usr/local/bin/k8s-standin, with /usr/bin/kubeadm (the real kubeadm through
+// the stand-in's wrapper) and /usr/bin/kubelet (the stand-in's kubelet)
+// linking to it, /usr/bin/kubectl linking to the real kubectl, a
 // kubelet.service unit (for the systemctl shim or a real systemd) and the
-// marker file /etc/k8s-standin that scripts/install_k8s_cluster.sh looks for.
-// Only that host's filesystem layers change.
+// marker file /etc/k8s-standin, which names the directory of the real
+// binaries and which scripts/install_k8s_cluster.sh looks for. The real
+// binaries are built first if needed (kubebin.Ensure). Only that host's
+// filesystem layers change.
 func Install(ctx context.Context, h *testhosts.Host) error {
 	bin, err := Binary(ctx)
 	if err != nil {
@@ -99,19 +110,28 @@ func Install(ctx context.Context, h *testhosts.Host) error {
 	return InstallBinary(ctx, h, bin)
 }
 
-// InstallBinary is Install with an explicit binary.
+// InstallBinary is Install with an explicit stand-in binary.
 func InstallBinary(ctx context.Context, h *testhosts.Host, bin string) error {
-	f, err := os.Open(bin)
+	kb, err := kubebin.Ensure(ctx, kubebin.BuildOptions{})
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	copyCmd := h.Command(ctx, "sh", "-c", `set -e; mkdir -p "$(dirname "$1")"; cat > "$1.new"; chmod 755 "$1.new"; mv -f "$1.new" "$1"`, "sh", InstalledBinary)
-	copyCmd.Stdin = f
-	if out, err := copyCmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("k8sstandin: copy into %s: %v: %s", h.Name, err, strings.TrimSpace(string(out)))
+	return InstallWith(ctx, h, bin, kb)
+}
+
+// InstallWith is Install with an explicit stand-in binary and real binaries.
+func InstallWith(ctx context.Context, h *testhosts.Host, bin string, kb kubebin.Binaries) error {
+	if err := copyInto(ctx, h, bin, InstalledBinary); err != nil {
+		return err
 	}
-	if _, err := h.Exec(ctx, "sh", "-c", installScript, "sh", Version, KubernetesVersion); err != nil {
+	dir := kb.BinDir()
+	if _, err := h.Exec(ctx, "test", "-x", kb.Path(kubebin.KubeAPIServer), "-a", "-f", kb.KwokStages()); err != nil {
+		// The host cannot see the cache: copy the binaries in (~500 MB).
+		if dir, err = copyBinaries(ctx, h, kb); err != nil {
+			return err
+		}
+	}
+	if _, err := h.Exec(ctx, "sh", "-c", installScript, "sh", Version, KubernetesVersion, dir); err != nil {
 		return fmt.Errorf("k8sstandin: install into %s: %w", h.Name, err)
 	}
 	if d := os.Getenv(StepDelayEnv); d != "" {
@@ -123,6 +143,32 @@ func InstallBinary(ctx context.Context, h *testhosts.Host, bin string) error {
 		}
 	}
 	return nil
+}
+
+func copyInto(ctx context.Context, h *testhosts.Host, src, dst string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cmd := h.Command(ctx, "sh", "-c", `set -e; mkdir -p "$(dirname "$1")"; cat > "$1.new"; chmod 755 "$1.new"; mv -f "$1.new" "$1"`, "sh", dst)
+	cmd.Stdin = f
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("k8sstandin: copy %s into %s: %v: %s", src, h.Name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func copyBinaries(ctx context.Context, h *testhosts.Host, kb kubebin.Binaries) (string, error) {
+	if err := copyInto(ctx, h, kb.KwokStages(), filepath.Join(filepath.Dir(hostBinDir), "kwok-stages.yaml")); err != nil {
+		return "", err
+	}
+	for _, n := range []string{kubebin.KubeAPIServer, kubebin.KubeControllerManager, kubebin.KubeScheduler, kubebin.Kubeadm, kubebin.Kubectl, kubebin.Kwok} {
+		if err := copyInto(ctx, h, kb.Path(n), filepath.Join(hostBinDir, n)); err != nil {
+			return "", err
+		}
+	}
+	return hostBinDir, nil
 }
 
 // The fixed-time install step (make bench): when the installing process has
@@ -161,9 +207,13 @@ func InstallAll(ctx context.Context, hosts ...*testhosts.Host) error {
 	if err != nil {
 		return err
 	}
+	kb, err := kubebin.Ensure(ctx, kubebin.BuildOptions{})
+	if err != nil {
+		return err
+	}
 	errc := make(chan error, len(hosts))
 	for _, h := range hosts {
-		go func() { errc <- InstallBinary(ctx, h, bin) }()
+		go func() { errc <- InstallWith(ctx, h, bin, kb) }()
 	}
 	var first error
 	for range hosts {

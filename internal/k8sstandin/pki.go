@@ -2,8 +2,6 @@ package k8sstandin
 
 import (
 	"crypto"
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -19,7 +17,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -204,39 +201,6 @@ func CACertHash(c *x509.Certificate) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// LoadCA reads a CA from cert and key files.
-func LoadCA(certFile, keyFile string) (*CA, error) {
-	cb, err := os.ReadFile(certFile)
-	if err != nil {
-		return nil, err
-	}
-	kb, err := os.ReadFile(keyFile)
-	if err != nil {
-		return nil, err
-	}
-	c, err := ParseCertPEM(cb)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", certFile, err)
-	}
-	k, err := ParseKeyPEM(kb)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", keyFile, err)
-	}
-	return &CA{Cert: c, Key: k}, nil
-}
-
-// WritePair writes <base>.crt and <base>.key (0600) under dir.
-func WritePair(dir, base string, c *x509.Certificate, k crypto.Signer) error {
-	kp, err := KeyPEM(k)
-	if err != nil {
-		return err
-	}
-	if err := writeFile(filepath.Join(dir, base+".crt"), CertPEM(c), 0o644); err != nil {
-		return err
-	}
-	return writeFile(filepath.Join(dir, base+".key"), kp, 0o600)
-}
-
 // writeFile writes atomically (temp file + rename), creating parents.
 func writeFile(path string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -250,50 +214,4 @@ func writeFile(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-// NewCertificateKey returns a fresh kubeadm certificate key: 32 random bytes,
-// hex encoded (64 characters).
-func NewCertificateKey() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// encryptWithKey seals data with AES-256-GCM under the hex certificate key,
-// nonce first (the layout kubeadm uses for the kubeadm-certs Secret).
-func encryptWithKey(certKey string, data []byte) ([]byte, error) {
-	gcm, err := certKeyAEAD(certKey)
-	if err != nil {
-		return nil, err
-	}
-	nonce := make([]byte, gcm.NonceSize())
-	_, _ = rand.Read(nonce)
-	return gcm.Seal(nonce, nonce, data, nil), nil
-}
-
-func decryptWithKey(certKey string, data []byte) ([]byte, error) {
-	gcm, err := certKeyAEAD(certKey)
-	if err != nil {
-		return nil, err
-	}
-	if len(data) < gcm.NonceSize() {
-		return nil, errors.New("data too short")
-	}
-	return gcm.Open(nil, data[:gcm.NonceSize()], data[gcm.NonceSize():], nil)
-}
-
-func certKeyAEAD(certKey string) (cipher.AEAD, error) {
-	key, err := hex.DecodeString(strings.TrimSpace(certKey))
-	if err != nil {
-		return nil, fmt.Errorf("error decoding certificate key: %w", err)
-	}
-	if len(key) != 32 {
-		return nil, fmt.Errorf("error decoding certificate key: key must be 32 bytes, got %d", len(key))
-	}
-	blk, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(blk)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/deps"
 	"github.com/mini-vnfm/mini-vnfm/internal/k8sstandin"
+	"github.com/mini-vnfm/mini-vnfm/internal/kubeworld/kubebin"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/packages"
 	"github.com/mini-vnfm/mini-vnfm/internal/simcloud"
@@ -99,8 +100,10 @@ What you can do now (the VNFM brought its own cloud):
 }
 
 // standinSetup installs the Kubernetes stand-in into every simulator host, so
-// clusters can be built without real kubeadm: the binary is $K8S_STANDIN_BIN
-// or k8s-standin next to the running vnfm (make run builds both).
+// clusters are built with the real kubeadm and control plane (the kubelet is
+// the stand-in): the stand-in binary is $K8S_STANDIN_BIN or k8s-standin next to
+// the running vnfm (make run builds both), the real Kubernetes binaries come
+// from the kubebin cache (make run builds them once; built here if missing).
 func standinSetup(log *slog.Logger) func(ctx context.Context, h *testhosts.Host) error {
 	bin := os.Getenv(k8sstandin.BinaryEnv)
 	if bin == "" {
@@ -112,5 +115,10 @@ func standinSetup(log *slog.Logger) func(ctx context.Context, h *testhosts.Host)
 		log.Warn("no Kubernetes stand-in binary: simulator hosts boot without kubeadm/kubectl (build it with make build)", "looked", bin)
 		return nil
 	}
-	return func(ctx context.Context, h *testhosts.Host) error { return k8sstandin.InstallBinary(ctx, h, bin) }
+	kb, err := kubebin.Ensure(context.Background(), kubebin.BuildOptions{Progress: os.Stderr})
+	if err != nil {
+		log.Warn("no Kubernetes binaries: simulator hosts boot without kubeadm/kubectl (build them with make kube)", "err", err)
+		return nil
+	}
+	return func(ctx context.Context, h *testhosts.Host) error { return k8sstandin.InstallWith(ctx, h, bin, kb) }
 }

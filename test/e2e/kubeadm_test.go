@@ -201,6 +201,31 @@ func (e *k8sEnv) exec(h *testhosts.Host, script string) string {
 	return out
 }
 
+// pinned runs a one-replica Deployment on node v's Kubernetes node and, with
+// guard, a PodDisruptionBudget that allows it no disruption; it returns when
+// the pod runs (and the budget counts it).
+func (e *k8sEnv) pinned(master, v vnfc, name string, guard bool) {
+	e.t.Helper()
+	objs := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"` + name + `","namespace":"default"},"spec":{"replicas":1,
+"selector":{"matchLabels":{"app":"` + name + `"}},"template":{"metadata":{"labels":{"app":"` + name + `"}},
+"spec":{"nodeSelector":{"kubernetes.io/hostname":"` + nodeNameOf(v) + `"},"containers":[{"name":"c","image":"registry.example/` + name + `:1"}]}}}}`
+	if guard {
+		objs += `
+{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"` + name + `","namespace":"default"},"spec":{"minAvailable":1,"selector":{"matchLabels":{"app":"` + name + `"}}}}`
+	}
+	k := "kubectl --kubeconfig /etc/kubernetes/admin.conf "
+	script := k + "apply -f - <<'EOF'\n" + objs + "\nEOF\n" + k + "rollout status deployment/" + name + " --timeout=40s"
+	if guard {
+		script += "\n" + k + "wait --for=jsonpath='{.status.currentHealthy}'=1 pdb/" + name + " --timeout=15s"
+	}
+	e.exec(e.host(master), script)
+}
+
+// podsOn lists the pods of namespace default bound to node v.
+func (e *k8sEnv) podsOn(master, v vnfc) string {
+	return strings.TrimSpace(e.exec(e.host(master), "kubectl --kubeconfig /etc/kubernetes/admin.conf get pods -n default --field-selector spec.nodeName="+nodeNameOf(v)+" -o name"))
+}
+
 func (e *k8sEnv) masterOf(vs []vnfc) vnfc {
 	e.t.Helper()
 	for _, v := range vs {
@@ -580,14 +605,12 @@ func TestKubeadmClusterLifecycle(t *testing.T) {
 	// (3) Scale in by 1: the oldest worker is drained (its pod evicted) and
 	// deleted, and gone from every /etc/hosts.
 	victim := workersOf(vs)[0]
-	e.exec(e.host(master), `kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f - <<'EOF'
-{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-1","namespace":"default","ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web","uid":"11111111-1111-4111-8111-111111111111","controller":true}]},"spec":{"nodeName":"`+nodeNameOf(victim)+`","containers":[{"name":"web","image":"nginx"}]}}
-EOF`)
+	e.pinned(master, victim, "web", false)
 	op = e.lcmLong(inst, "scale", map[string]any{"type": "SCALE_IN", "aspectId": "worker_instance"}, "COMPLETED")
 	if ch := affected(op); ch[victim.ID] != "REMOVED" {
 		t.Errorf("scale in removed %v, want %s", ch, victim.ID)
 	}
-	if pods := e.exec(e.host(master), "kubectl --kubeconfig /etc/kubernetes/admin.conf get pods -n default -o name"); strings.Contains(pods, "web-1") {
+	if pods := e.podsOn(master, victim); pods != "" {
 		t.Errorf("the victim's pod was not evicted: %s", pods)
 	}
 	_, vs = e.vnfcs(inst)
@@ -596,19 +619,15 @@ EOF`)
 	}
 	e.checkHosts(vs)
 
-	// A pod that cannot be evicted: drain_policy fail stops with the pod
-	// named and the node cordoned; freed, the retry completes. With
-	// drain_policy force such a pod is deleted.
-	guard := func(v vnfc, name string) {
-		e.exec(e.host(master), `kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f - <<'EOF'
-{"apiVersion":"v1","kind":"Pod","metadata":{"name":"`+name+`","namespace":"default","annotations":{"k8s-standin.mini-vnfm.io/eviction-blocked":"true"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"db","uid":"22222222-2222-4222-8222-222222222222","controller":true}]},"spec":{"nodeName":"`+nodeNameOf(v)+`","containers":[{"name":"db","image":"postgres"}]}}
-EOF`)
-	}
+	// A pod that cannot be evicted (its PodDisruptionBudget allows no
+	// disruption): drain_policy fail stops with the pod named and the node
+	// cordoned; with the budget gone, the retry completes. With drain_policy
+	// force such a pod is deleted.
 	victim = workersOf(vs)[0]
-	guard(victim, "guarded")
+	e.pinned(master, victim, "guarded", true)
 	op = e.lcmLong(inst, "scale", map[string]any{"type": "SCALE_IN", "aspectId": "worker_instance", "additionalParams": map[string]any{"drain_timeout": 3}}, "FAILED_TEMP")
 	pd, _ = op["error"].(map[string]any)
-	if d, _ := pd["detail"].(string); !strings.Contains(d, "default/guarded") || !strings.Contains(d, "not drained within 3s") {
+	if d, _ := pd["detail"].(string); !strings.Contains(d, "default/guarded-") || !strings.Contains(d, "not drained within 3s") {
 		t.Errorf("drain failure detail %q", d)
 	} else {
 		t.Logf("blocked drain: %.400s", d)
@@ -616,22 +635,20 @@ EOF`)
 	if !e.k8sNodes(master)[nodeNameOf(victim)] {
 		t.Error("the victim is not cordoned after the failed drain")
 	}
-	e.exec(e.host(master), `kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f - <<'EOF'
-{"apiVersion":"v1","kind":"Pod","metadata":{"name":"guarded","namespace":"default","annotations":{"k8s-standin.mini-vnfm.io/eviction-blocked":"false"}}}
-EOF`)
+	e.exec(e.host(master), "kubectl --kubeconfig /etc/kubernetes/admin.conf delete pdb guarded")
 	e.opTask(op["id"].(string), "retry", "COMPLETED")
 	_, vs = e.vnfcs(inst)
 	if got := keysOf(e.k8sNodes(master)); len(vs) != 4 || !slices.Equal(got, wantNodes(vs)) {
 		t.Fatalf("after the retried scale in: nodes %v, VNFCs %v", got, wantNodes(vs))
 	}
 	victim = workersOf(vs)[0]
-	guard(victim, "guarded-2")
+	e.pinned(master, victim, "guarded-2", true)
 	e.lcmLong(inst, "scale", map[string]any{"type": "SCALE_IN", "aspectId": "worker_instance", "additionalParams": map[string]any{"drain_timeout": 3, "drain_policy": "force"}}, "COMPLETED")
 	_, vs = e.vnfcs(inst)
 	if got := keysOf(e.k8sNodes(master)); len(vs) != 3 || !slices.Equal(got, wantNodes(vs)) {
 		t.Fatalf("after the forced scale in: nodes %v, VNFCs %v", got, wantNodes(vs))
 	}
-	if pods := e.exec(e.host(master), "kubectl --kubeconfig /etc/kubernetes/admin.conf get pods -n default -o name"); strings.Contains(pods, "guarded-2") {
+	if pods := e.podsOn(master, victim); pods != "" {
 		t.Errorf("drain_policy force left the blocking pod: %s", pods)
 	}
 
