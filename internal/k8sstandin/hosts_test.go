@@ -472,7 +472,7 @@ func TestHAControlPlaneOnHosts(t *testing.T) {
 	if out, err := joinCP("m2", fresh); err != nil || !strings.Contains(out, "a new control plane instance was created") {
 		t.Fatalf("control-plane join m2: %v\n%s\n%s", err, out, c.logs("m2"))
 	}
-	fresh3 := strings.TrimSpace(c.mustRun("m1", "sudo kubeadm init phase upload-certs --upload-certs | tail -1"))
+	fresh3 := strings.TrimSpace(c.mustRun("m1", "sudo kubeadm init phase upload-certs --upload-certs 2>/dev/null | tail -1"))
 	if out, err := joinCP("m3", fresh3); err != nil {
 		t.Fatalf("control-plane join m3: %v\n%s\n%s", err, out, c.logs("m3"))
 	}
