@@ -441,6 +441,67 @@ subjects: [{kind: ServiceAccount, name: vnfm, namespace: kube-system}]
 			t.Fatalf("control-plane join to a cluster without endpoint: err=%v\n%s", err, out)
 		}
 	})
+
+	t.Run("reboot", func(t *testing.T) {
+		// The whole cloud powers off and boots again (make run restarted):
+		// each host's enabled kubelet starts the static pods from their
+		// manifests and its kwok, and the cluster works with its state.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for _, name := range []string{"master1", "worker1", "worker2"} {
+			if cl := c.ssh[name]; cl != nil {
+				cl.Close()
+				delete(c.ssh, name)
+			}
+			if err := c.hosts[name].Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, name := range []string{"master1", "worker1", "worker2"} {
+			if err := c.hosts[name].Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			out, err := c.run("master1", kubectlAdmin+"get ns kept -o name")
+			if err == nil && strings.TrimSpace(out) == "namespace/kept" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("API server not back after the reboot: %v %s\n%s", err, out, c.logs("master1"))
+			}
+			time.Sleep(time.Second)
+		}
+		// New pods on a rebooted worker run: the scheduler, the controller
+		// manager and that node's kwok are back.
+		c.mustRun("master1", "cat <<'EOF' | "+kubectlAdmin+`apply -f -
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: after-reboot, namespace: kept}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: after-reboot}}
+  template:
+    metadata: {labels: {app: after-reboot}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: worker2}
+      containers: [{name: web, image: nginx}]
+EOF`)
+		for {
+			out, _ := c.run("master1", kubectlAdmin+"get deployment after-reboot -n kept -o jsonpath='{.status.readyReplicas}'")
+			if strings.TrimSpace(out) == "2" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after the reboot, deployment ready replicas %q\n%s\n%s", out, c.mustRun("master1", kubectlAdmin+"get pods -A -o wide"), c.logs("worker2"))
+			}
+			time.Sleep(time.Second)
+		}
+		if !readyNodes(t, c.mustRun("master1", kubectlAdmin+"get nodes -o json"))["master1"] {
+			t.Fatal("master1 not Ready after the reboot")
+		}
+	})
 }
 
 func TestHAControlPlaneOnHosts(t *testing.T) {

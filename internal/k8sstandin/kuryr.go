@@ -405,7 +405,7 @@ func (k *kuryrController) syncService(ctx context.Context, svc Obj, lb loadbalan
 		}
 	}
 	ingress := []any{Obj{"ip": cur.VipAddress}}
-	if fmt.Sprint(getSlice(svc, "status", "loadBalancer", "ingress")) != fmt.Sprint(ingress) {
+	if !ingressIs(getSlice(svc, "status", "loadBalancer", "ingress"), cur.VipAddress) {
 		st := Obj{"status": Obj{"loadBalancer": Obj{"ingress": ingress}}}
 		if err := k.k8s.DoCT(ctx, "PATCH", objPath(resServices, ns, name)+"/status", "application/merge-patch+json", st, nil); err != nil {
 			return fmt.Errorf("setting its load balancer ingress: %w", err)
@@ -415,6 +415,17 @@ func (k *kuryrController) syncService(ctx context.Context, svc Obj, lb loadbalan
 		k.logf("service %s: status.loadBalancer.ingress %s", key, cur.VipAddress)
 	}
 	return nil
+}
+
+// ingressIs reports whether a Service's status.loadBalancer.ingress is the
+// one VIP; the API server adds fields of its own (ipMode: VIP), which do not
+// count.
+func ingressIs(ingress []any, vip string) bool {
+	if len(ingress) != 1 {
+		return false
+	}
+	m, _ := ingress[0].(map[string]any)
+	return m["ip"] == vip
 }
 
 func toInt(v any) int {

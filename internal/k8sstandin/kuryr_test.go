@@ -3,6 +3,7 @@ package k8sstandin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -93,17 +94,17 @@ member_mode = L3
 	return conf
 }
 
-// The kuryr-controller stand-in against the simulator and the stand-in API
-// server: a pod gets a Neutron port on the pod subnet (its podIP), a
-// Service of type LoadBalancer gets an Octavia load balancer with a member
-// per selected pod and its VIP as ingress; both are cleaned up when their
+// The kuryr-controller stand-in against the simulator and a real API
+// server: a pod gets a Neutron port on the pod subnet (its podIP), a Service
+// of type LoadBalancer gets an Octavia load balancer with a member per
+// selected pod and its VIP as ingress; both are cleaned up when their
 // Kubernetes objects go, and another cluster's controller leaves them alone.
 func TestKuryrControllerStandIn(t *testing.T) {
 	f := newAPIFixture(t)
 	cloud := newKuryrCloud(t)
 	ctx := context.Background()
 	var logs []string
-	logf := func(format string, a ...any) { logs = append(logs, format) }
+	logf := func(format string, a ...any) { logs = append(logs, fmt.Sprintf(format, a...)) }
 	k, err := newKuryrController(ctx, cloud.conf("cluster-a"), f.admin, logf)
 	if err != nil {
 		t.Fatal(err)
