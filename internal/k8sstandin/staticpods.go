@@ -10,12 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/kubeworld/kubebin"
 )
 
 // Paths on a node (the same as kubeadm's and the kubelet's).
@@ -81,7 +84,13 @@ func readManifests() ([]staticPod, error) {
 // two flags of kubeadm's etcd 3.6 manifest differ.
 func resolveCommand(cmd []string) ([]string, error) {
 	switch cmd[0] {
-	case "kube-apiserver", "kube-controller-manager", "kube-scheduler":
+	case "kube-apiserver":
+		p, err := realBinary(cmd[0])
+		if err != nil {
+			return nil, err
+		}
+		return append([]string{p}, withFeatureGates(cmd[1:], kubebin.APIServerFeatureGates)...), nil
+	case "kube-controller-manager", "kube-scheduler":
 		p, err := realBinary(cmd[0])
 		if err != nil {
 			return nil, err
@@ -106,6 +115,30 @@ func resolveCommand(cmd []string) ([]string, error) {
 		}
 		return append([]string{p}, cmd[1:]...), nil
 	}
+}
+
+// withFeatureGates adds gates ("A=false,B=true") to the command's
+// --feature-gates, keeping the manifest's own gates that it does not name.
+func withFeatureGates(args []string, gates string) []string {
+	var mine []string
+	for _, g := range strings.Split(gates, ",") {
+		mine = append(mine, strings.SplitN(g, "=", 2)[0])
+	}
+	var kept []string
+	out := make([]string, 0, len(args)+1)
+	for _, a := range args {
+		v, ok := strings.CutPrefix(a, "--feature-gates=")
+		if !ok {
+			out = append(out, a)
+			continue
+		}
+		for _, g := range strings.Split(v, ",") {
+			if g != "" && !slices.Contains(mine, strings.SplitN(g, "=", 2)[0]) {
+				kept = append(kept, g)
+			}
+		}
+	}
+	return append(out, "--feature-gates="+strings.Join(append(kept, gates), ","))
 }
 
 // etcd34Flags translates what etcd 3.4 calls differently.

@@ -47,3 +47,14 @@ func TestEtcd34Flags(t *testing.T) {
 		t.Errorf("etcd34Flags:\n got %v\nwant %v", got, want)
 	}
 }
+
+func TestWithFeatureGates(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"--a=1"}, []string{"--a=1", "--feature-gates=WatchList=false"}},
+		{[]string{"--feature-gates=Foo=true,WatchList=true", "--a=1"}, []string{"--a=1", "--feature-gates=Foo=true,WatchList=false"}},
+	} {
+		if got := withFeatureGates(c.in, "WatchList=false"); !slices.Equal(got, c.want) {
+			t.Errorf("withFeatureGates(%v):\n got %v\nwant %v", c.in, got, c.want)
+		}
+	}
+}

@@ -65,6 +65,7 @@ func TestWorld(t *testing.T) {
 	t.Run("DeploymentReady", func(t *testing.T) { testDeploymentReady(t, cs) })
 	t.Run("ServiceAccountRBAC", func(t *testing.T) { testServiceAccountRBAC(t, w, cs) })
 	t.Run("DrainEvicts", func(t *testing.T) { testDrain(t, w, cs) })
+	t.Run("WatchListRefused", func(t *testing.T) { testWatchListRefused(t, cs) })
 
 	pids := w.ProcessIDs()
 	if len(pids) != 5 {
@@ -293,4 +294,23 @@ func testDrain(t *testing.T, w *kubeworld.World, cs kubernetes.Interface) {
 		r2, a2 := podsOn("kwok-node-2")
 		return a1 == 0 && r2 == 2, fmt.Sprintf("node-1 %d/%d, node-2 %d/%d", r1, a1, r2, a2)
 	})
+}
+
+// The API server refuses watch-list requests at once (kubebin.
+// APIServerFeatureGates), so informers (kwok's, the controllers') fall back
+// to LIST + WATCH instead of retrying with a back-off against Debian's etcd
+// 3.4, which cannot serve them: pods then took seconds to become Running or
+// to go.
+func testWatchListRefused(t *testing.T, cs kubernetes.Interface) {
+	ctx := ctxT(t)
+	yes := true
+	w, err := cs.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{SendInitialEvents: &yes,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
+	if err == nil {
+		w.Stop()
+		t.Fatal("a watch-list request (sendInitialEvents=true) was served; want it refused as Invalid (the WatchList feature gate off)")
+	}
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "sendInitialEvents") {
+		t.Errorf("watch-list request: %v, want Invalid naming sendInitialEvents", err)
+	}
 }
