@@ -172,7 +172,9 @@
 // take it; takes the victims out of HAProxy on the survivors (reload); moves
 // etcd leadership off a leading victim; removes the victims' members by id
 // (found by name or peer URL, through a healthy master: works with the
-// victim unreachable); deletes their Nodes. heal_end joins each replacement
+// victim unreachable); deletes their Nodes (a victim whose server does not
+// answer at all without a drain: its Node stays Ready for the node monitor's
+// grace period, and a drain would wait out drain_timeout). heal_end joins each replacement
 // as a control-plane node (fresh key and token), gives it HAProxy and
 // keepalived, puts it back into HAProxy on every master (reload), and waits
 // until the member list is exactly the masters, all healthy. Scaling the

@@ -619,15 +619,17 @@ func (d *Driver) ScaleStart(ctx context.Context, op *driverapi.Op, p *Params) er
 		return err
 	}
 	defer ss.Close()
-	if err := h.removeNodes(ctx, ms, victims); err != nil {
+	if err := h.removeNodes(ctx, ms, victims, nil); err != nil {
 		return err
 	}
 	h.note(ctx, "removing %s from /etc/hosts of %d nodes", strings.Join(sortedNames(victims), ", "), len(remaining.All()))
 	return d.writeHostsAll(ctx, ss, remaining.All(), remaining.All())
 }
 
-// removeNodes cordons all, then drains and deletes each (in parallel).
-func (h *hook) removeNodes(ctx context.Context, ms *session, victims []*Node) error {
+// removeNodes cordons all, then drains and deletes each (in parallel). A
+// victim that is NotReady, or in down (its VM did not answer: a heal's dead
+// master), is deleted without a drain.
+func (h *hook) removeNodes(ctx context.Context, ms *session, victims []*Node, down map[string]bool) error {
 	h.note(ctx, "removing %s from the cluster (drain timeout %v, policy %s)", strings.Join(sortedNames(victims), ", "), h.p.DrainTimeout, h.p.DrainPolicy)
 	present, err := h.clusterNodes(ctx, ms)
 	if err != nil {
@@ -647,10 +649,16 @@ func (h *hook) removeNodes(ctx context.Context, ms *session, victims []*Node) er
 	}
 	return h.perNode(ctx, victims, h.p.WorkerParallelism, "drain and delete", func(ctx context.Context, n *Node) (any, error) {
 		st, ok := present[n.Name]
-		if ok && !st.Ready {
+		if ok && (!st.Ready || down[n.Name]) {
 			// An unreachable kubelet never confirms pod deletions: a drain
-			// would only time out. Deleting the Node lets the pods go.
-			h.nodeNote(ctx, n)("node NotReady: deleting it without a drain")
+			// would only time out. Deleting the Node lets the pods go. The
+			// Node of a VM that just died stays Ready for the node monitor's
+			// grace period (50 s), hence down.
+			why := "node NotReady"
+			if st.Ready {
+				why = "its server does not answer"
+			}
+			h.nodeNote(ctx, n)(why + ": deleting it without a drain")
 			if _, err := ms.run(ctx, kubectl("delete", "node", n.Name, "--ignore-not-found"), h.d.sudo(remote.RunOpts{})); err != nil {
 				return nil, fmt.Errorf("deleting node %s: %w", n.Name, err)
 			}
@@ -862,7 +870,7 @@ func (d *Driver) HealStart(ctx context.Context, op *driverapi.Op, p *Params) err
 		return err
 	}
 	defer ss.Close()
-	return h.removeNodes(ctx, ms, targets)
+	return h.removeNodes(ctx, ms, targets, nil)
 }
 
 // HealEnd joins the healed workers again (same node name and address, new

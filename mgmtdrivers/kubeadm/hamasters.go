@@ -2,7 +2,9 @@ package kubeadm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
 	"strconv"
@@ -294,6 +296,14 @@ func (h *hook) healMastersStart(ctx context.Context, victims, workers []*Node) e
 	}
 	defer ss.Close()
 	live := reachable(ss, survivors)
+	// Victims whose server does not answer at all are dead VMs: their
+	// Nodes go without a drain (removeNodes).
+	down := map[string]bool{}
+	for _, v := range victims {
+		if err := failed[v.VnfcID]; err != nil && serverDown(err) {
+			down[v.Name] = true
+		}
+	}
 	if len(live) == 0 {
 		return fmt.Errorf("refusing to heal %s: no other master is reachable (%s); with every master gone the cluster cannot be healed master by master: heal the entire VNF", strings.Join(sortedNames(victims), ", "), describeFailures(failed))
 	}
@@ -326,7 +336,7 @@ func (h *hook) healMastersStart(ctx context.Context, victims, workers []*Node) e
 		if err := h.reloadDedicatedLBs(ctx, survivors, victims); err != nil {
 			return err
 		}
-		return h.removeEtcdAndNodes(ctx, ctl, victims, workers)
+		return h.removeEtcdAndNodes(ctx, ctl, victims, workers, down)
 	}
 	// The VIP must be on a surviving master before anything goes
 	// (cluster-api#4365: remediating the VIP holder dropped the API).
@@ -349,12 +359,12 @@ func (h *hook) healMastersStart(ctx context.Context, victims, workers []*Node) e
 	if _, err := h.configureLB(ctx, ss, live, survivors, t.Masters, false); err != nil {
 		return err
 	}
-	return h.removeEtcdAndNodes(ctx, ctl, victims, workers)
+	return h.removeEtcdAndNodes(ctx, ctl, victims, workers, down)
 }
 
 // removeEtcdAndNodes removes the victims' etcd members (one at a time) and
-// the victims' and workers' Nodes.
-func (h *hook) removeEtcdAndNodes(ctx context.Context, ctl *session, victims, workers []*Node) error {
+// the victims' and workers' Nodes (those in down without a drain).
+func (h *hook) removeEtcdAndNodes(ctx context.Context, ctl *session, victims, workers []*Node, down map[string]bool) error {
 	t := h.topo
 	for _, victim := range victims {
 		v, err := h.d.etcdState(ctx, ctl, t.Masters)
@@ -365,7 +375,7 @@ func (h *hook) removeEtcdAndNodes(ctx context.Context, ctl *session, victims, wo
 			return err
 		}
 	}
-	return h.removeNodes(ctx, ctl, append(slices.Clone(victims), workers...))
+	return h.removeNodes(ctx, ctl, append(slices.Clone(victims), workers...), down)
 }
 
 func describeFailures(failed map[string]error) string {
@@ -450,4 +460,13 @@ func (h *hook) healMastersEnd(ctx context.Context, victims, workers []*Node, bef
 		return h.joinWorkers(ctx, ss, ms, workers, script, hash)
 	}
 	return nil
+}
+
+// serverDown tells whether an SSH connect failed because nothing answered at
+// the address (refused, timed out, unreachable), not because of what answered
+// (authentication, host key).
+func serverDown(err error) bool {
+	var ce *remote.ConnectError
+	var oe *net.OpError
+	return errors.As(err, &ce) && errors.As(err, &oe)
 }

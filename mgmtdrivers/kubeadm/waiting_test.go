@@ -3,6 +3,7 @@ package kubeadm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
@@ -164,4 +166,35 @@ func kubectlHost(t *testing.T, handler func(*remotetest.Exec) int) *remote.Sessi
 	}
 	t.Cleanup(func() { x.Close() })
 	return x
+}
+
+// A heal deletes the Node of a master whose server does not answer without
+// a drain; one that answers but refuses us is not "down".
+func TestServerDown(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedHost, closedPort := splitAddr(t, l.Addr().String())
+	l.Close()
+	srv := remotetest.Start(t, remotetest.Options{Passwords: map[string]string{"u": "p"}})
+	host, port := splitAddr(t, srv.Addr)
+	for _, c := range []struct {
+		name string
+		tg   remote.Target
+		down bool
+	}{
+		{"nothing listens", remote.Target{Host: closedHost, Port: closedPort, User: "u", Password: "p", MaxWait: 300 * time.Millisecond}, true},
+		{"wrong password", remote.Target{Host: host, Port: port, User: "u", Password: "x", MaxWait: 300 * time.Millisecond}, false},
+	} {
+		c.tg.HostKeyPolicy = remote.InsecureIgnoreHostKey
+		x, err := remote.OpenSession(context.Background(), c.tg)
+		if err == nil {
+			x.Close()
+			t.Fatalf("%s: connected", c.name)
+		}
+		if got := serverDown(fmt.Errorf("master m1: %w", err)); got != c.down {
+			t.Errorf("%s: serverDown(%v) = %v, want %v", c.name, err, got, c.down)
+		}
+	}
 }

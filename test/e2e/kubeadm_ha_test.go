@@ -495,7 +495,11 @@ func testKubeadmHAClusterLifecycle(t *testing.T, realHeat bool) {
 	t.Logf("VIP holder %s killed: etcdctl endpoint health through the VIP answered after %v (VIP now on %v): %s",
 		nodeNameOf(victim), took.Round(time.Millisecond), e.vipHolders(masters, vip), strings.TrimSpace(out))
 	if got, err := api.nodes(); err != nil || len(got) != len(wantNodes(vs)) {
-		t.Errorf("the API through the VIP %v after master 1 died: %v %v", time.Since(killed).Round(time.Millisecond), got, err)
+		var diag strings.Builder
+		for _, m := range masters[1:] {
+			fmt.Fprintf(&diag, "\n--- %s:\n%s", nodeNameOf(m), e.exec(e.host(m), "ip -o -4 addr show eth0; ss -ltn; cat /etc/haproxy/haproxy.cfg; tail -5 /var/log/keepalived.log 2>/dev/null"))
+		}
+		t.Errorf("the API through the VIP %v after master 1 died: %v %v%s", time.Since(killed).Round(time.Millisecond), got, err, diag.String())
 	}
 	// Heal the dead master 1.
 	t0 = time.Now()
