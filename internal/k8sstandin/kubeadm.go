@@ -1,6 +1,7 @@
 package k8sstandin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -51,14 +52,26 @@ func kubeadmMain(e *env, args []string) int {
 		verb = args[0]
 	}
 	phase := len(args) > 1 && args[1] == "phase"
+	preflight := false
 	switch {
 	case (verb == "init" || verb == "join") && !phase:
 		stepDelay(e)
-		args = withIgnoredPreflight(args)
+		preflight = true
 	case verb == "join" && phase && len(args) > 2 && args[2] == "preflight":
+		preflight = true
+	}
+	var quiet *warningFilter
+	if preflight {
+		quiet = newWarningFilter(e.stderr, args)
 		args = withIgnoredPreflight(args)
+		re := *e
+		re.stderr = quiet
+		e = &re
 	}
 	rc := run(e, bin, args)
+	if quiet != nil {
+		quiet.Flush()
+	}
 	if verb == "init" && !phase && rc == 0 && !hasFlag(args, "dry-run") {
 		if err := grantKwok(e); err != nil {
 			fmt.Fprintf(e.stderr, "k8s-standin: %v\n", err)
@@ -132,21 +145,82 @@ func hasFlag(args []string, name string) bool {
 // withIgnoredPreflight merges PreflightErrorsIgnored into the command's
 // --ignore-preflight-errors.
 func withIgnoredPreflight(args []string) []string {
-	list := append([]string(nil), PreflightErrorsIgnored...)
-	out := make([]string, 0, len(args)+1)
+	out, callers := splitIgnoredPreflight(args)
+	return append(out, "--ignore-preflight-errors="+strings.Join(append(slices.Clone(PreflightErrorsIgnored), callers...), ","))
+}
+
+// splitIgnoredPreflight separates the --ignore-preflight-errors lists from
+// the other arguments.
+func splitIgnoredPreflight(args []string) (rest, ignored []string) {
+	rest = make([]string, 0, len(args)+1)
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "--ignore-preflight-errors" && i+1 < len(args):
-			list = append(list, strings.Split(args[i+1], ",")...)
+			ignored = append(ignored, strings.Split(args[i+1], ",")...)
 			i++
 		case strings.HasPrefix(a, "--ignore-preflight-errors="):
-			list = append(list, strings.Split(strings.TrimPrefix(a, "--ignore-preflight-errors="), ",")...)
+			ignored = append(ignored, strings.Split(strings.TrimPrefix(a, "--ignore-preflight-errors="), ",")...)
 		default:
-			out = append(out, a)
+			rest = append(rest, a)
 		}
 	}
-	return append(out, "--ignore-preflight-errors="+strings.Join(list, ","))
+	return rest, ignored
+}
+
+// warningFilter drops kubeadm's "[WARNING <check>]" lines for the checks
+// the wrapper ignores on its own (a host with a container runtime prints
+// none), so that a failing init or join says what failed first rather than
+// after a screen of CRI warnings; checks the caller ignored still warn.
+type warningFilter struct {
+	w       io.Writer
+	checks  []string
+	partial []byte
+}
+
+func newWarningFilter(w io.Writer, callerArgs []string) *warningFilter {
+	var own []string
+	_, callers := splitIgnoredPreflight(callerArgs)
+	for _, c := range PreflightErrorsIgnored {
+		if !slices.ContainsFunc(callers, func(x string) bool { return strings.EqualFold(x, c) || strings.EqualFold(x, "all") }) {
+			own = append(own, c)
+		}
+	}
+	return &warningFilter{w: w, checks: own}
+}
+
+func (f *warningFilter) Write(p []byte) (int, error) {
+	f.partial = append(f.partial, p...)
+	for {
+		i := bytes.IndexByte(f.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := f.partial[:i+1]
+		if !f.drop(line) {
+			if _, err := f.w.Write(line); err != nil {
+				return len(p), err
+			}
+		}
+		f.partial = f.partial[i+1:]
+	}
+}
+
+func (f *warningFilter) drop(line []byte) bool {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(string(line)), "[WARNING ")
+	if !ok {
+		return false
+	}
+	check, _, ok := strings.Cut(rest, "]")
+	return ok && slices.Contains(f.checks, check)
+}
+
+// Flush writes what is left of an unterminated last line.
+func (f *warningFilter) Flush() {
+	if len(f.partial) > 0 && !f.drop(f.partial) {
+		_, _ = f.w.Write(f.partial)
+	}
+	f.partial = nil
 }
 
 // run runs bin with the caller's streams and returns its exit code.

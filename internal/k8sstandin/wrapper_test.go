@@ -58,3 +58,32 @@ func TestWithFeatureGates(t *testing.T) {
 		}
 	}
 }
+
+// The warnings of the checks the wrapper ignores on its own are dropped
+// (a host with a container runtime prints none); the caller's stay, and so
+// does everything else, an unterminated last line included.
+func TestWarningFilter(t *testing.T) {
+	var out strings.Builder
+	f := newWarningFilter(&out, []string{"join", "--ignore-preflight-errors=Swap"})
+	in := "[preflight] Running pre-flight checks\n" +
+		"\t[WARNING CRI]: could not connect to the container runtime: dial unix /var/run/containerd/containerd.sock\n" +
+		"\t[WARNING Swap]: swap is supported for cgroup v2 only\n" +
+		"\t[WARNING FileExisting-crictl]: crictl not found in system path\n" +
+		"\t[WARNING Hostname]: hostname could not be reached\n" +
+		"error execution phase preflight: [preflight] Some fatal errors occurred:\n" +
+		"\t[ERROR FileAvailable--etc-kubernetes-pki-ca.crt]: /etc/kubernetes/pki/ca.crt already exists"
+	for _, chunk := range []string{in[:30], in[30:100], in[100:]} { // writes split mid-line
+		if _, err := f.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Flush()
+	want := "[preflight] Running pre-flight checks\n" +
+		"\t[WARNING Swap]: swap is supported for cgroup v2 only\n" +
+		"\t[WARNING Hostname]: hostname could not be reached\n" +
+		"error execution phase preflight: [preflight] Some fatal errors occurred:\n" +
+		"\t[ERROR FileAvailable--etc-kubernetes-pki-ca.crt]: /etc/kubernetes/pki/ca.crt already exists"
+	if out.String() != want {
+		t.Errorf("filtered:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
