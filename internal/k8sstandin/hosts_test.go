@@ -418,10 +418,13 @@ subjects: [{kind: ServiceAccount, name: vnfm, namespace: kube-system}]
 	})
 
 	t.Run("static pod restart and control-plane join refused", func(t *testing.T) {
-		// Kill the API server: the kubelet starts it again from its manifest,
-		// and the state (in etcd) is still there.
+		// The API server crashes: the kubelet starts it again from its
+		// manifest, and the state (in etcd) is still there. (SIGKILL: on
+		// SIGTERM the real API server stops listening at once but shuts down
+		// gracefully for up to a minute while watches are open, so the
+		// kubelet could restart it only then.)
 		c.mustRun("master1", kubectlAdmin+"create namespace kept")
-		c.mustRun("master1", "sudo kill $(cat /run/k8s-standin/pods/kube-apiserver.pid)")
+		c.mustRun("master1", "sudo kill -KILL $(cat /run/k8s-standin/pods/kube-apiserver.pid)")
 		deadline := time.Now().Add(60 * time.Second)
 		for {
 			out, err := c.run("master1", kubectlAdmin+"get ns kept -o name")
