@@ -169,13 +169,14 @@
 // would leave fewer healthy members than a quorum of those left (or of one
 // more, while the replacement joins), unless force; moves the VIP off a
 // victim that holds it (stops its keepalived) and waits for a survivor to
-// take it; takes the victims out of HAProxy on the survivors (reload); moves
-// etcd leadership off a leading victim; removes the victims' members by id
-// (found by name or peer URL, through a healthy master: works with the
-// victim unreachable); deletes their Nodes (a victim whose server does not
-// answer at all without a drain: its Node stays Ready for the node monitor's
-// grace period, and a drain would wait out drain_timeout). heal_end joins each replacement
-// as a control-plane node (fresh key and token), gives it HAProxy and
+// take it; takes the victims out of HAProxy on the survivors (reload);
+// drains and deletes their Nodes while their etcd members still serve their
+// API servers (a victim whose server does not answer at all is deleted
+// without a drain: its Node stays Ready for the node monitor's grace period,
+// and a drain would wait out drain_timeout); then moves etcd leadership off
+// a leading victim and removes the victims' members by id (found by name or
+// peer URL, through a healthy master: works with the victim unreachable).
+// heal_end joins each replacement as a control-plane node (fresh key and token), gives it HAProxy and
 // keepalived, puts it back into HAProxy on every master (reload), and waits
 // until the member list is exactly the masters, all healthy. Scaling the
 // masters is refused (scale_start: an aspect scaling the master VDU).

@@ -362,10 +362,17 @@ func (h *hook) healMastersStart(ctx context.Context, victims, workers []*Node) e
 	return h.removeEtcdAndNodes(ctx, ctl, victims, workers, down)
 }
 
-// removeEtcdAndNodes removes the victims' etcd members (one at a time) and
-// the victims' and workers' Nodes (those in down without a drain).
+// removeEtcdAndNodes drains and deletes the victims' and workers' Nodes
+// (those in down without a drain), then removes the victims' etcd members
+// (one at a time). Drains first: a live victim's kubelet confirms its pods'
+// deletions through the API, which stops answering on that master once its
+// etcd member is gone (the drain then waited out drain_timeout); and a
+// drain that fails leaves etcd as it was.
 func (h *hook) removeEtcdAndNodes(ctx context.Context, ctl *session, victims, workers []*Node, down map[string]bool) error {
 	t := h.topo
+	if err := h.removeNodes(ctx, ctl, append(slices.Clone(victims), workers...), down); err != nil {
+		return err
+	}
 	for _, victim := range victims {
 		v, err := h.d.etcdState(ctx, ctl, t.Masters)
 		if err != nil {
@@ -375,7 +382,7 @@ func (h *hook) removeEtcdAndNodes(ctx context.Context, ctl *session, victims, wo
 			return err
 		}
 	}
-	return h.removeNodes(ctx, ctl, append(slices.Clone(victims), workers...), down)
+	return nil
 }
 
 func describeFailures(failed map[string]error) string {
