@@ -66,15 +66,27 @@ func (h *hook) connectControl(ctx context.Context, plans []kube.Plan) (*sessions
 	for id, e := range failed {
 		h.log.Warn("master unreachable; carrying on with the others", "vnfc", id, "err", e)
 	}
-	for _, m := range t.Masters {
-		if s := ss.get(m); s != nil {
-			if _, err := s.run(ctx, kubectl("get", "--raw", "/healthz"), h.d.sudo(remote.RunOpts{Timeout: 20 * time.Second})); err == nil {
-				return ss, s, nil
-			}
+	live := reachable(ss, t.Masters)
+	var last error
+	for _, m := range live {
+		s := ss.get(m)
+		if _, last = s.run(ctx, kubectl("get", "--raw", "/healthz"), h.d.sudo(remote.RunOpts{Timeout: 20 * time.Second})); last == nil {
+			return ss, s, nil
 		}
 	}
+	if len(live) > 0 {
+		// The masters answer over SSH but no API server does yet: they
+		// just booted (their cloud restarted) and are starting their
+		// static pods. Wait, bounded, with the wait in the progress.
+		s, err := h.waitAnyAPI(ctx, ss, live, last)
+		if err == nil {
+			return ss, s, nil
+		}
+		last = err
+	}
 	ss.Close()
-	return nil, nil, fmt.Errorf("no master of the HA control plane answers (reachable: %v); the cluster has lost its control plane", orNone(sortedNames(reachable(ss, t.Masters))))
+	return nil, nil, fmt.Errorf("no master of the HA control plane answers (reachable over SSH: %v; last error: %v); the cluster has lost its control plane",
+		orNone(sortedNames(live)), last)
 }
 
 func reachable(ss *sessions, ns []*Node) []*Node {

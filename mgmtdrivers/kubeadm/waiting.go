@@ -25,7 +25,7 @@ func apiUnreachable(err error) bool {
 		return false
 	}
 	s := err.Error()
-	for _, m := range []string{"Unable to connect to the server", "connection refused", "the server is currently unable to handle the request",
+	for _, m := range []string{"Unable to connect to the server", "connection refused", "was refused - did you specify the right host or port", "the server is currently unable to handle the request",
 		"TLS handshake timeout", "ServiceUnavailable", "etcdserver: request timed out", "etcdserver: leader changed",
 		// A connection through the VIP cut by HAProxy or a keepalived failover.
 		"connection reset by peer", "http2: client connection lost"} {
@@ -72,6 +72,35 @@ func (h *hook) waitAPI(ctx context.Context, ms *session, last error) error {
 		if time.Since(start) > apiWait {
 			return fmt.Errorf("the Kubernetes API server did not answer through %s at %s for %s (attempt %d): %w",
 				ms.node.Name, ms.node.SSHAddr, apiWait, attempt, err)
+		}
+	}
+}
+
+// waitAnyAPI polls /healthz through each of the masters in turn until one
+// answers, at most apiWait, with the wait in the progress; it returns that
+// master's session.
+func (h *hook) waitAnyAPI(ctx context.Context, ss *sessions, masters []*Node, last error) (*session, error) {
+	start := time.Now()
+	backoff := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		h.note(ctx, "waiting for a Kubernetes API server through the masters %s: attempt %d, last error: %s",
+			strings.Join(sortedNames(masters), ", "), attempt, firstLine(last))
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+		for _, m := range masters {
+			s := ss.get(m)
+			if _, last = s.run(ctx, kubectl("get", "--raw", "/healthz"), h.d.sudo(remote.RunOpts{Timeout: 20 * time.Second})); last == nil {
+				h.note(ctx, "the Kubernetes API server answers through %s (after %s)", m.Name, time.Since(start).Round(time.Second))
+				return s, nil
+			}
+		}
+		if time.Since(start) > apiWait {
+			return nil, fmt.Errorf("no Kubernetes API server answered through %s for %s (attempt %d): %w",
+				strings.Join(sortedNames(masters), ", "), apiWait, attempt, last)
 		}
 	}
 }

@@ -81,6 +81,8 @@ func TestAPIUnreachable(t *testing.T) {
 	}{
 		{errors.New("stderr (last lines):\nUnable to connect to the server: EOF"), true},
 		{errors.New("The connection to the server 10.0.0.2:6443 was refused - did you specify the right host or port? dial tcp: connection refused"), true},
+		// The real kubectl's words for a refused connection.
+		{errors.New("Process exited with status 1 The connection to the server 10.77.51.11:6443 was refused - did you specify the right host or port?"), true},
 		{errors.New("Error from server (Forbidden): nodes is forbidden"), false},
 		{nil, false},
 	} {

@@ -201,7 +201,7 @@ func TestNewcomerKill9DuringHAInstantiate(t *testing.T) {
 	if code != 200 || !strings.Contains(string(b), "KUBERNETES") {
 		t.Fatalf("instance after the resumed instantiate: %d %s", code, b)
 	}
-	lcmOp(t, b2.Base, id, "scale", `{"type":"SCALE_OUT","aspectId":"worker_instance","numberOfSteps":1}`)
+	lcmOp(t, b2, id, "scale", `{"type":"SCALE_OUT","aspectId":"worker_instance","numberOfSteps":1}`)
 	b2.Stop(20 * time.Second)
 	b3 := harness.Start(t, roleDefault, db, key, env...)
 	_, _, b = call(t, "GET", b3.Base+"/vnflcm/v1/vnf_instances/"+id, "")
@@ -216,13 +216,14 @@ func TestNewcomerKill9DuringHAInstantiate(t *testing.T) {
 	if worker == "" {
 		t.Fatalf("no worker VNFC after the graceful restart: %s", b)
 	}
-	lcmOp(t, b3.Base, id, "heal", `{"vnfcInstanceId":["`+worker+`"]}`)
-	lcmOp(t, b3.Base, id, "terminate", `{"terminationType":"FORCEFUL"}`)
+	lcmOp(t, b3, id, "heal", `{"vnfcInstanceId":["`+worker+`"]}`)
+	lcmOp(t, b3, id, "terminate", `{"terminationType":"FORCEFUL"}`)
 }
 
 // lcmOp posts a task and waits for its op occurrence to complete.
-func lcmOp(t *testing.T, base, id, task, body string) {
+func lcmOp(t *testing.T, srv *harness.Process, id, task, body string) {
 	t.Helper()
+	base := srv.Base
 	code, h, b := call(t, "POST", base+"/vnflcm/v1/vnf_instances/"+id+"/"+task, body)
 	if code != 202 {
 		t.Fatalf("%s: %d %s", task, code, b)
@@ -234,7 +235,13 @@ func lcmOp(t *testing.T, base, id, task, body string) {
 		if s := d["operationState"]; s == "COMPLETED" {
 			return
 		} else if s == "FAILED_TEMP" || s == "FAILED" || time.Now().After(deadline) {
-			t.Fatalf("%s after the restart: %v %v", task, s, d["error"])
+			var logs []string
+			for _, l := range strings.Split(srv.Logs(), "\n") {
+				if !strings.Contains(l, "msg=http ") {
+					logs = append(logs, l)
+				}
+			}
+			t.Fatalf("%s after the restart: %v %v\nserver log tail (no access lines):\n%s", task, s, d["error"], tail(strings.Join(logs, "\n"), 8000))
 		}
 	}
 }
