@@ -70,6 +70,7 @@ func TestNewcomerRunAndDemo(t *testing.T) {
 	}
 	off.Stop(20 * time.Second)
 
+	removeHostsAtEnd(t, "e2enewc")
 	srv := harness.Start(t, roleDefault, pgtest.NewDB(t), secrets.NewKey(), "VNFM_SIMULATOR=on",
 		"VNFM_SIMULATOR_LISTEN=127.0.0.1:0", "VNFM_SIMULATOR_HOSTS=on", "VNFM_SIMULATOR_PREFIX=e2enewc", "VNFM_DATA_DIR="+t.TempDir(),
 		k8sstandin.BinaryEnv+"="+standin)
@@ -139,6 +140,7 @@ func TestNewcomerKill9DuringHAInstantiate(t *testing.T) {
 	db, key, data := pgtest.NewDB(t), secrets.NewKey(), t.TempDir()
 	env := []string{"VNFM_SIMULATOR=on", "VNFM_SIMULATOR_LISTEN=127.0.0.1:0", "VNFM_SIMULATOR_HOSTS=on",
 		"VNFM_SIMULATOR_PREFIX=e2ekill", "VNFM_DATA_DIR=" + data, "VNFM_LEASE=5s", k8sstandin.BinaryEnv + "=" + standin}
+	removeHostsAtEnd(t, "e2ekill")
 	a := harness.Start(t, roleDefault, db, key, env...)
 	body, err := exec.CommandContext(ctx, demo, "-endpoint", a.Base, "-package", "kubeadm-ha", "-print-request").Output()
 	if err != nil {
@@ -220,6 +222,20 @@ func TestNewcomerKill9DuringHAInstantiate(t *testing.T) {
 	lcmOp(t, b3, id, "terminate", `{"terminationType":"FORCEFUL"}`)
 }
 
+// removeHostsAtEnd removes the embedded cloud's hosts (namespaces
+// prefix-*) at the test's end: the cloud keeps them for the next start
+// (make run's persistence). Call it before starting the server, so that it
+// runs after the server has stopped.
+func removeHostsAtEnd(t *testing.T, prefix string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := testhosts.Cleanup(ctx, prefix); err != nil {
+			t.Errorf("removing the embedded cloud's hosts %s-*: %v", prefix, err)
+		}
+	})
+}
+
 // lcmOp posts a task and waits for its op occurrence to complete.
 func lcmOp(t *testing.T, srv *harness.Process, id, task, body string) {
 	t.Helper()
@@ -285,15 +301,7 @@ func TestRealHeatMakeRunDemo(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", demo, "github.com/mini-vnfm/mini-vnfm/cmd/vnfm-demo").CombinedOutput(); err != nil {
 		t.Fatalf("building the demo: %v\n%s", err, out)
 	}
-	// The embedded cloud keeps its hosts for the next start (make run's
-	// persistence): remove them once the server has stopped.
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := testhosts.Cleanup(cctx, "e2erealh"); err != nil {
-			t.Errorf("removing the embedded cloud's hosts: %v", err)
-		}
-	})
+	removeHostsAtEnd(t, "e2erealh")
 	srv := harness.Start(t, roleDefault, pgtest.NewDB(t), secrets.NewKey(), "VNFM_SIMULATOR=on", "VNFM_SIMULATOR_HEAT=real",
 		"VNFM_SIMULATOR_LISTEN=127.0.0.1:0", "VNFM_SIMULATOR_HOSTS=on", "VNFM_SIMULATOR_PREFIX=e2erealh", "VNFM_DATA_DIR="+t.TempDir(),
 		k8sstandin.BinaryEnv+"="+standin)
