@@ -216,13 +216,13 @@ func (h *Host) Stop(ctx context.Context) error {
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		pids, err := pidsInNetns(NetnsPath(h.NetNS))
 		if err != nil || len(pids) == 0 {
-			return nil
+			break
 		}
 		if time.Now().After(deadline) {
 			for _, pid := range pids {
 				_ = unix.Kill(pid, unix.SIGKILL)
 			}
-			return nil
+			break
 		}
 		select {
 		case <-ctx.Done():
@@ -230,10 +230,28 @@ func (h *Host) Stop(ctx context.Context) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+	// A powered-off VM's NIC is silent: with eth0 up the namespace would
+	// still answer ARP for its addresses (keepalived's VIP included) and
+	// refuse connections to them, stealing the VIP from its new holder.
+	if err := h.setLink(ctx, "down"); err != nil {
+		return fmt.Errorf("testhosts: stop %s: %w", h.Name, err)
+	}
+	return nil
+}
+
+// setLink sets the host's eth0 up or down (a running or powered-off VM).
+func (h *Host) setLink(ctx context.Context, state string) error {
+	if !h.netUp {
+		return nil
+	}
+	return run(ctx, "", "ip", "-n", h.NetNS, "link", "set", "eth0", state)
 }
 
 // Start boots a stopped host and waits for its sshd.
 func (h *Host) Start(ctx context.Context) error {
+	if err := h.setLink(ctx, "up"); err != nil {
+		return fmt.Errorf("testhosts: start %s: %w", h.Name, err)
+	}
 	if err := h.start(); err != nil {
 		return err
 	}

@@ -346,3 +346,52 @@ func TestSHA512Crypt(t *testing.T) {
 		t.Errorf("random salt hash %s", h)
 	}
 }
+
+// A stopped host is a powered-off VM: nothing answers at its addresses (a VIP
+// keepalived added included), so another host can take the VIP over; started
+// again it answers at its own address.
+func TestStoppedHostIsSilent(t *testing.T) {
+	if os.Geteuid() != 0 && os.Getenv(testhosts.RequiredEnv) != "1" {
+		t.Skip("skipping: needs root to create network namespaces")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := testhosts.NewTestNetwork(t, testhosts.Options{Prefix: "thoff", Subnet: "10.77.14.0/24"})
+	h, err := n.AddHost(ctx, testhosts.HostSpec{Name: "vm1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const vip = "10.77.14.80"
+	if out, err := exec.Command("ip", "-n", h.NetNS, "addr", "add", vip+"/24", "dev", "eth0").CombinedOutput(); err != nil {
+		t.Fatalf("adding the VIP: %v %s", err, out)
+	}
+	dial := func(addr string) error {
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		c, err := n.Dial(dctx, "tcp", addr+":22")
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	for _, a := range []string{h.IP.String(), vip} {
+		if err := dial(a); err != nil {
+			t.Fatalf("running host at %s: %v", a, err)
+		}
+	}
+	if err := h.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{h.IP.String(), vip} {
+		err := dial(a)
+		if err == nil || strings.Contains(err.Error(), "refused") {
+			t.Errorf("stopped host at %s: %v, want no answer (a powered-off VM neither accepts nor refuses)", a, err)
+		}
+	}
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := dial(h.IP.String()); err != nil {
+		t.Errorf("started again: %v", err)
+	}
+}

@@ -497,7 +497,7 @@ func testKubeadmHAClusterLifecycle(t *testing.T, realHeat bool) {
 	if got, err := api.nodes(); err != nil || len(got) != len(wantNodes(vs)) {
 		var diag strings.Builder
 		for _, m := range masters[1:] {
-			fmt.Fprintf(&diag, "\n--- %s:\n%s", nodeNameOf(m), e.exec(e.host(m), "ip -o -4 addr show eth0; ss -ltn; cat /etc/haproxy/haproxy.cfg; tail -5 /var/log/keepalived.log 2>/dev/null"))
+			fmt.Fprintf(&diag, "\n--- %s:\n%s", nodeNameOf(m), e.exec(e.host(m), "ip -o -4 addr show eth0; ss -ltn; cat /etc/haproxy/haproxy.cfg; tail -5 /var/log/keepalived.log 2>/dev/null || true"))
 		}
 		t.Errorf("the API through the VIP %v after master 1 died: %v %v%s", time.Since(killed).Round(time.Millisecond), got, err, diag.String())
 	}
