@@ -460,6 +460,26 @@ func (g *gen) vips(res *omap) {
 	}
 }
 
+// Group is a VDU's AutoScalingGroup in a generated template.
+type Group struct {
+	// Name is the group resource; CapacityParam the top-level parameter its
+	// desired_capacity reads.
+	Name, CapacityParam string
+}
+
+// Layout names each VDU's group and capacity parameter, as Generate makes
+// them: a function of the flavour alone, so a later operation (scale,
+// heal) knows the template's groups without the instantiation's request.
+func Layout(fl *model.Flavour) map[string]Group {
+	g := &gen{fl: fl, topNames: map[string]string{}}
+	out := map[string]Group{}
+	for _, id := range slices.Sorted(maps.Keys(fl.VDUs)) {
+		name, capParam, _ := g.groupOf(fl.VDUs[id])
+		out[id] = Group{Name: name, CapacityParam: capParam}
+	}
+	return out
+}
+
 // groupOf names a VDU's group, its capacity parameter and the scaling
 // policies' adjustment (0: no policies).
 func (g *gen) groupOf(v *model.VDU) (group, capParam string, policy int) {

@@ -99,6 +99,10 @@ func TestSeedTOSCAVNFD(t *testing.T) {
 	if !maps.Equal(tpl.Groups, map[string]string{"masterNode": "masterNode_group", "workerNode": "worker_instance"}) {
 		t.Errorf("groups %v", tpl.Groups)
 	}
+	if l := Layout(fl); !maps.Equal(l, map[string]Group{"masterNode": {"masterNode_group", "masterNode_group_desired_capacity"},
+		"workerNode": {"worker_instance", "worker_instance_desired_capacity"}}) {
+		t.Errorf("layout %v", l)
+	}
 	for name, typ := range map[string]string{"internalVL": "OS::Neutron::Net", "internalVL_subnet": "OS::Neutron::Subnet",
 		"masterNode_group": "OS::Heat::AutoScalingGroup", "worker_instance": "OS::Heat::AutoScalingGroup",
 		"worker_instance_scale_out": "OS::Heat::ScalingPolicy", "worker_instance_scale_in": "OS::Heat::ScalingPolicy"} {

@@ -69,16 +69,27 @@ func (d *Driver) CheckRequest(ctx context.Context, a *driverapi.Accept) error {
 	if !needTemplate {
 		return nil
 	}
-	if a.Package == nil {
-		return errors.New("the VNF package cannot be read")
-	}
-	tmpl, files, err := heatTemplate(ctx, a.Package, fl)
-	if err != nil {
-		return fmt.Errorf("the OpenStack infra driver deploys a flavour from its Heat base template: %w", err)
-	}
-	lay, err := analyze(tmpl, files, fl)
-	if err != nil {
+	if err := checkUserData(ctx, a); err != nil {
 		return err
+	}
+	var lay *layout
+	if fl.HOT == nil {
+		// No base HOT: the template is generated from the VNFD.
+		if err := checkGenerated(a); err != nil {
+			return err
+		}
+		lay = generatedLayout(fl)
+	} else {
+		if a.Package == nil {
+			return errors.New("the VNF package cannot be read")
+		}
+		tmpl, files, err := heatTemplate(ctx, a.Package, fl)
+		if err != nil {
+			return fmt.Errorf("the OpenStack infra driver deploys a flavour from its Heat base template: %w", err)
+		}
+		if lay, err = analyze(tmpl, files, fl); err != nil {
+			return err
+		}
 	}
 	if req := a.Request.Scale; req != nil {
 		if err := lay.canScale(fl, req.AspectID); err != nil {

@@ -36,7 +36,24 @@
 //     (e.g. node_password). Only declared parameters are sent.
 //
 // additionalParams lcm-operation-user-data / lcm-operation-user-data-class
-// are accepted and not run: the built-in builder above is their equivalent.
+// (Tacker's LCM user data) select the built-in builder above by the class
+// name (internal/userdata: BaseUserData, KubernetesClusterUserData,
+// SampleUserData, StandardUserData); the package's Python is never run. An
+// unknown class, one key without the other or a file missing from the
+// package is refused when the request is accepted (422).
+//
+// # Flavours without a base HOT
+//
+// When the package has no BaseHOT/<flavourId>/, the template is generated
+// from the VNFD at instantiation (internal/hotgen, Tacker's TOSCA
+// translation): a group per VDU, ports per VduCp in NIC order, networks and
+// subnets for internal virtual links, VipCp ports. What the VNFD and the
+// request do not give (an image, a compute flavour, an external CP's
+// network) is refused at the API naming the node. The generated template is
+// in the instantiate operation's progress (node "heat-template": the
+// template, its files and their sha256) and is what the stack runs; later
+// operations take the groups from the flavour (hotgen.Layout), and an
+// entire heal re-creates the stack from the template Heat held.
 //
 // # VNFCs
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
+	"github.com/mini-vnfm/mini-vnfm/internal/userdata"
 )
 
 // VimType is the vimConnectionInfo.vimType the driver serves (the VIM
@@ -188,6 +189,18 @@ func (d *Driver) template(ctx context.Context, op *driverapi.Op) ([]byte, map[st
 	fl := op.Flavour
 	if fl == nil {
 		return nil, nil, nil, errors.New("the VNF instance has no deployment flavour")
+	}
+	if fl.HOT == nil {
+		if op.Request.Instantiate != nil {
+			info, err := instantiated(op)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			return d.generate(ctx, op, info)
+		}
+		// Later operations: the stack runs the generated template; its
+		// groups follow from the flavour.
+		return nil, nil, generatedLayout(fl), nil
 	}
 	if op.Package == nil {
 		return nil, nil, nil, errors.New("the VNF package is not available to the driver")
@@ -479,8 +492,11 @@ func (d *Driver) Instantiate(ctx context.Context, op *driverapi.Op) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := req.AdditionalParams["lcm-operation-user-data"]; ok {
-		d.log(op).Info("additionalParams.lcm-operation-user-data is served by the driver's built-in parameter builder; the script is not run")
+	if sel, err := userdata.Select(req.AdditionalParams, nil); err != nil {
+		return err
+	} else if sel != nil {
+		progress{op}.note(ctx, nodeStack, sel.Note())
+		d.log(op).Info("LCM user data: the built-in parameter builder serves the class; the package's Python is not run", "class", sel.Class.Name, "file", sel.Path)
 	}
 	c, err := d.connect(ctx, op)
 	if err != nil {
@@ -763,6 +779,10 @@ func (d *Driver) Heal(ctx context.Context, op *driverapi.Op) error {
 
 type healParams struct {
 	Nfv map[string]any `json:"nfv,omitempty"`
+	// Template and Files are the stack's, for a flavour whose template was
+	// generated (hotgen): kept before the stack goes.
+	Template string            `json:"template,omitempty"`
+	Files    map[string]string `json:"files,omitempty"`
 }
 
 // healEntire deletes the stack and creates it again with the same
@@ -791,6 +811,12 @@ func (d *Driver) healEntire(ctx context.Context, op *driverapi.Op, info *model.I
 		if s != nil {
 			if saved.Nfv == nil {
 				saved.Nfv = nfvFromStack(s.Parameters)
+				if op.Flavour.HOT == nil {
+					ref := stackRef{Name: s.Name, ID: s.ID}
+					if saved.Template, saved.Files, err = stackTemplate(ctx, c, ref); err != nil {
+						return err
+					}
+				}
 				if err := p.done(ctx, nodeHealParams, saved); err != nil {
 					return err
 				}
@@ -806,6 +832,15 @@ func (d *Driver) healEntire(ctx context.Context, op *driverapi.Op, info *model.I
 			}
 		}
 		if err := p.done(ctx, nodeHealDelete, nil); err != nil {
+			return err
+		}
+	}
+	if op.Flavour.HOT == nil {
+		if saved.Template == "" {
+			return fmt.Errorf("heal: the generated Heat template of stack %s was not kept before the stack was deleted; instantiate the VNF again", name)
+		}
+		tmpl, files = []byte(saved.Template), saved.Files
+		if lay, err = analyze(tmpl, files, op.Flavour); err != nil {
 			return err
 		}
 	}

@@ -236,7 +236,7 @@ func instantiateRequest() *model.InstantiateVnfRequest {
 					"ipOverEthernet": map[string]any{"ipAddresses": []any{map[string]any{"type": "IPV4", "fixedAddresses": []any{"10.77.9.80"}}}}}}}}}}},
 		},
 		AdditionalParams: map[string]any{"node_password": "pw-9", "lcm-operation-user-data": "./UserData/x.py",
-			"lcm-operation-user-data-class": "X"}}
+			"lcm-operation-user-data-class": "KubernetesClusterUserData"}}
 }
 
 func (h *harness) instantiate() *driverapi.Op {

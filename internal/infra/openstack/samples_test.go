@@ -32,7 +32,8 @@ func (c csarPackage) Files(context.Context) ([]string, error) {
 
 // Every flavour of every sample package (samples/) instantiates, scales
 // and terminates on the simulator with the parameters the driver builds
-// from its VNFD and base HOT.
+// from its VNFD and base HOT, or, for a flavour without one
+// (kubeadm-tosca), from the template it generates from the VNFD.
 func TestSamplePackages(t *testing.T) {
 	for _, name := range vnfpkgtest.Samples {
 		b := vnfpkgtest.CSAR(t, name)
@@ -43,9 +44,6 @@ func TestSamplePackages(t *testing.T) {
 		vnfd := pkg.Summary()
 		for _, fid := range slices.Sorted(maps.Keys(vnfd.Flavours)) {
 			fl := vnfd.Flavours[fid]
-			if fl.HOT == nil {
-				continue
-			}
 			t.Run(name+"/"+fid, func(t *testing.T) { testSample(t, vnfd, fl, csarPackage{pkg}) })
 		}
 	}
@@ -54,12 +52,28 @@ func TestSamplePackages(t *testing.T) {
 func testSample(t *testing.T, vnfd *model.Vnfd, fl *model.Flavour, pkg driverapi.Package) {
 	h := newHarness(t)
 	var cps []model.VnfExtCpData
-	for _, id := range slices.Sorted(maps.Keys(fl.ExtCPs)) {
+	ext := slices.Collect(maps.Keys(fl.ExtCPs))
+	over := map[string]any{}
+	for id, v := range fl.VDUs {
+		for _, c := range v.CPs {
+			if c.VirtualLink == "" && !slices.Contains(ext, c.ID) { // external in the request only (the seed's TOSCA VNFD)
+				ext = append(ext, c.ID)
+			}
+		}
+		if v.Flavor == "" || v.SwImage == nil { // the request names them (the seed's TOSCA VNFD)
+			over[id] = map[string]any{"flavor": "m1.small", "image": "ubuntu-22.04"}
+		}
+	}
+	slices.Sort(ext)
+	for _, id := range ext {
 		cps = append(cps, model.VnfExtCpData{CpdID: id})
 	}
 	req := &model.InstantiateVnfRequest{FlavourID: fl.ID,
 		ExtVirtualLinks:  []model.ExtVirtualLinkData{{ID: "ext", ResourceID: netID, ExtCps: cps}},
 		AdditionalParams: map[string]any{"node_password": "pw", "node_username": "k8s"}}
+	if len(over) > 0 {
+		req.AdditionalParams["nfv"] = map[string]any{"VDU": over}
+	}
 	levels := map[string]int{}
 	if l := fl.InstantiationLevels[fl.DefaultInstantiationLevel]; l != nil {
 		levels = l.ScaleLevels

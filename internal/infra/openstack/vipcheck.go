@@ -23,7 +23,19 @@ import (
 // or literally (c.VIP empty: any literal is accepted, the VIP is not known
 // yet). Ports not in the templates are not checked.
 func (d *Driver) CheckVIP(ctx context.Context, c driverapi.VIPCheck) error {
-	if c.Package == nil || c.Flavour == nil || c.Flavour.HOT == nil {
+	if c.Flavour != nil && c.Flavour.HOT == nil {
+		// A generated template lets a VipCp's address through the ports of
+		// its targets (hotgen), and only those.
+		vip := c.Flavour.VipCPs[c.VipCpd]
+		if vip == nil {
+			return fmt.Errorf("%s is not a VipCp of flavour %s: without a base HOT the VIP's port is generated from a tosca.nodes.nfv.VipCp", c.VipCpd, c.Flavour.ID)
+		}
+		if !slices.Contains(vip.Targets, c.PortCpd) {
+			return fmt.Errorf("the VipCp %s does not target %s, so the generated Heat template does not let the VIP through %s's ports (allowed_address_pairs); add `- target: %s` to its requirements", c.VipCpd, c.PortCpd, c.PortCpd, c.PortCpd)
+		}
+		return nil
+	}
+	if c.Package == nil || c.Flavour == nil {
 		return nil
 	}
 	top, files, err := heatTemplate(ctx, c.Package, c.Flavour)
