@@ -19,6 +19,10 @@ type Cloud struct {
 	VimName string
 	// Ansible is the kubespray sample's Ansible server.
 	Ansible *AnsibleServer
+	// ClusterAuthURL is Keystone as software inside the cluster reaches it
+	// (the kubeadm-kuryr sample's kuryr.auth_url, for Kuryr's controller;
+	// the embedded cloud's internal identity endpoint); empty: the VIM's.
+	ClusterAuthURL string
 }
 
 // AnsibleServer is the server the kubespray driver runs playbooks on.
@@ -40,6 +44,13 @@ type Plan struct {
 	NeedsAnsible bool
 	// NoMasterHeal says why a master is not healed (HealVDUs lacks masterNode).
 	NoMasterHeal string
+	// Kuryr: the cluster's pod network is Kuryr-Kubernetes (the demo shows
+	// it: the stack's router, networks and load balancer, kuryr-controller's
+	// credential, the pods' Neutron ports).
+	Kuryr bool
+	// Generated: the flavour has no Heat template; the VNFM generates it
+	// from the VNFD (the demo shows the template's digest).
+	Generated bool
 }
 
 // Plans describes every sample.
@@ -53,7 +64,20 @@ var Plans = map[string]Plan{
 	"kubespray": {Flavour: "simple", Description: "kubespray on an Ansible server: 3 masters, 2 workers, an external HAProxy load balancer",
 		ScaleAspect: "worker_instance", HealVDUs: []string{"workerNode"}, NeedsAnsible: true,
 		NoMasterHeal: "kubespray has no playbook that replaces a control-plane node (the driver refuses it)"},
+	"kubeadm-kuryr": {Flavour: "simple", Description: "kubeadm with Kuryr-Kubernetes: pods and Services on Neutron ports and Octavia load balancers (router, pod and service networks, API load balancer in the stack), 1 master, 2 workers",
+		ScaleAspect: "worker_instance", HealVDUs: []string{"workerNode"}, Kuryr: true,
+		NoMasterHeal: "a single master cannot be replaced in place (make demo PACKAGE=kubeadm-ha can)"},
+	"kubeadm-tosca": {Flavour: "cluster_install", Description: "kubeadm from the seed's TOSCA VNFD, no Heat template in the package (the VNFM generates it): 1 master, 1 worker, an internal network",
+		ScaleAspect: "worker_instance", HealVDUs: []string{"workerNode"}, Generated: true,
+		NoMasterHeal: "a single master cannot be replaced in place (make demo PACKAGE=kubeadm-ha can)"},
 }
+
+// Images and flavors the requests of samples without them in the VNFD
+// name (additionalParams.nfv.VDU).
+const (
+	DefaultImage  = "ubuntu-22.04-server-cloudimg-amd64"
+	DefaultFlavor = "m1.medium"
+)
 
 // InstantiateRequest returns a complete InstantiateVnfRequest for a sample
 // on a cloud: flavour, external virtual links for every external CP, the
@@ -113,6 +137,33 @@ func InstantiateRequest(name string, c Cloud) (map[string]any, error) {
 				"kubespray_root_path": a.KubesprayRoot, "transferring_inventory_path": a.Inventories, "playbook_timeout": 900},
 			"external_lb_param": map[string]any{"ssh_cp_name": "externalLB_CP1", "ssh_username": "ubuntu", "ssh_password": c.NodePassword,
 				"script_path": "Scripts/install_external_lb.sh"}}
+	case "kubeadm-kuryr":
+		// Kuryr's networks are the base HOT's: the pod and service CIDRs
+		// are its pod_cidr and service_cidr defaults.
+		master := node("masterNode", "")
+		master["pod_cidr"] = "10.244.0.0/16"
+		master["cluster_cidr"] = "10.96.0.0/16"
+		master["cluster_cp_name"] = "masterNode_CP1"
+		kuryr := map[string]any{}
+		if c.ClusterAuthURL != "" {
+			kuryr["auth_url"] = c.ClusterAuthURL
+		}
+		params = map[string]any{"master_node": master, "worker_node": node("workerNode", "worker_instance"), "cni": "kuryr", "kuryr": kuryr}
+	case "kubeadm-tosca":
+		// The seed's VNFD has no external links in its substitution
+		// mappings, no images and no flavors: the request gives them. The
+		// nodes talk on the external network (the VNFM reaches them there).
+		cps = []string{"masterNodeExternalCP", "workerNodeExternalCP"}
+		tn := func(vdu, aspect string) map[string]any {
+			n := node(vdu, aspect)
+			n["ssh_cp_name"], n["nic_cp_name"] = vdu+"ExternalCP", vdu+"ExternalCP"
+			return n
+		}
+		master := tn("masterNode", "")
+		master["pod_cidr"] = "10.244.0.0/16"
+		master["cluster_cidr"] = "10.96.0.0/12"
+		master["cluster_cp_name"] = "masterNodeExternalCP"
+		params = map[string]any{"master_node": master, "worker_node": tn("workerNode", "")}
 	default:
 		return nil, fmt.Errorf("sample %s has no request template", name)
 	}
@@ -123,9 +174,20 @@ func InstantiateRequest(name string, c Cloud) (map[string]any, error) {
 	for i, cp := range cps {
 		extCps[i] = map[string]any{"cpdId": cp}
 	}
+	additional := map[string]any{"node_username": "ubuntu", "node_password": c.NodePassword, paramKey: params}
+	switch name {
+	case "kubeadm-kuryr":
+		// Tacker's user-data class, as the seed's package names it; the VNFM
+		// runs its built-in equivalent, never the package's Python.
+		additional["lcm-operation-user-data"] = "./UserData/base_user_data.py"
+		additional["lcm-operation-user-data-class"] = "BaseUserData"
+	case "kubeadm-tosca":
+		vdu := map[string]any{"image": DefaultImage, "flavor": DefaultFlavor}
+		additional["nfv"] = map[string]any{"VDU": map[string]any{"masterNode": vdu, "workerNode": vdu}}
+	}
 	return map[string]any{
 		"flavourId":        plan.Flavour,
 		"extVirtualLinks":  []any{map[string]any{"id": "ext-net0", "resourceId": c.NetworkID, "extCps": extCps}},
-		"additionalParams": map[string]any{"node_username": "ubuntu", "node_password": c.NodePassword, paramKey: params},
+		"additionalParams": additional,
 	}, nil
 }

@@ -8,11 +8,11 @@ import (
 	"io/fs"
 )
 
-//go:embed kubeadm-single kubeadm-ha kubeadm-ha-lb kubespray cnf-helloworld
+//go:embed kubeadm-single kubeadm-ha kubeadm-ha-lb kubespray kubeadm-kuryr kubeadm-tosca cnf-helloworld
 var trees embed.FS
 
 // Names lists the sample packages that build a Kubernetes cluster (VNF-A).
-var Names = []string{"kubeadm-single", "kubeadm-ha", "kubeadm-ha-lb", "kubespray"}
+var Names = []string{"kubeadm-single", "kubeadm-ha", "kubeadm-ha-lb", "kubespray", "kubeadm-kuryr", "kubeadm-tosca"}
 
 // CNFNames lists the sample CNF packages (VNF-B), deployed on the
 // Kubernetes VIM a cluster sample registers.

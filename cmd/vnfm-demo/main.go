@@ -94,6 +94,8 @@ type demo struct {
 	results []result
 
 	simUser, simPassword string
+	vim                  *vimClient     // the default VIM, once logged in (cloud.go)
+	lastOp               map[string]any // the last op occurrence operate followed
 }
 
 type result struct {
@@ -208,6 +210,21 @@ func (d *demo) run(sample, password string) error {
 			if err := d.showCluster(id); err != nil {
 				return err
 			}
+			if plan.Generated {
+				if err := d.showGenerated(id, d.lastOp); err != nil {
+					return err
+				}
+			}
+			if plan.Kuryr {
+				if err := d.showKuryr(id); err != nil {
+					return err
+				}
+			}
+		}
+		if s.task == "terminate" && plan.Kuryr {
+			if err := d.showKuryrGone(id); err != nil {
+				return err
+			}
 		}
 	}
 	if _, err := d.call("DELETE", "/vnflcm/v1/vnf_instances/"+id, nil, nil); err != nil {
@@ -287,6 +304,7 @@ func (d *demo) operate(name, id, task string, body map[string]any) error {
 			}
 		}
 		last = view
+		d.lastOp = op
 		state, _ := op["operationState"].(string)
 		if !d.tty && (state == "COMPLETED" || state == "FAILED_TEMP" || state == "FAILED" || state == "ROLLED_BACK") {
 			d.printf("   %s %s in %s\n", op["operation"], state, time.Since(start).Round(100*time.Millisecond))
@@ -362,70 +380,22 @@ func (d *demo) showCluster(id string) error {
 }
 
 // cloudInfo finds, on the default VIM, the network net0 (the one whose
-// servers the VNFM reaches) and, when asked, the Ansible server
-// (ansible-server, whose Nova metadata carries its login), through Keystone,
-// Neutron and Nova as an operator would.
+// servers the VNFM reaches), Keystone as the servers reach it (the internal
+// identity endpoint, for software in the cluster such as Kuryr's
+// controller) and, when asked, the Ansible server (ansible-server, whose
+// Nova metadata carries its login), through Keystone, Neutron and Nova as an
+// operator would.
 func (d *demo) cloudInfo(user, password string, ansible bool) (samples.Cloud, error) {
 	var c samples.Cloud
-	var vims struct {
-		Vims []map[string]any `json:"vims"`
-	}
-	if _, err := d.call("GET", "/v1.0/vims", nil, &vims); err != nil {
-		return c, err
-	}
-	authURL := ""
-	for _, v := range vims.Vims {
-		if v["is_default"] == true {
-			authURL, _ = v["auth_url"].(string)
-		}
-	}
-	if authURL == "" {
-		return c, errors.New("no default VIM is registered; `make run` registers its simulator")
-	}
-	body := fmt.Sprintf(`{"auth":{"identity":{"methods":["password"],"password":{"user":{"domain":{"name":"Default"},"name":%q,"password":%q}}},"scope":{"project":{"domain":{"name":"Default"},"name":"admin"}}}}`, user, password)
-	res, err := http.Post(strings.TrimRight(authURL, "/")+"/auth/tokens", "application/json", strings.NewReader(body))
+	vc, err := d.vimLogin(user, password)
 	if err != nil {
-		return c, fmt.Errorf("Keystone at %s: %w", authURL, err)
-	}
-	defer res.Body.Close()
-	var tok struct {
-		Token struct {
-			Catalog []struct {
-				Type      string `json:"type"`
-				Endpoints []struct {
-					Interface, URL string
-				} `json:"endpoints"`
-			} `json:"catalog"`
-		} `json:"token"`
-	}
-	if res.StatusCode != http.StatusCreated {
-		return c, fmt.Errorf("Keystone at %s refused %s: %s (pass -cloud-user/-cloud-password)", authURL, user, res.Status)
-	}
-	if err := json.NewDecoder(res.Body).Decode(&tok); err != nil {
 		return c, err
 	}
-	endpoint := map[string]string{}
-	for _, cat := range tok.Token.Catalog {
-		for _, e := range cat.Endpoints {
-			if e.Interface == "public" {
-				endpoint[cat.Type] = strings.TrimRight(e.URL, "/")
-			}
-		}
+	if in := vc.internal["identity"]; in != "" && in != vc.endpoint["identity"] {
+		c.ClusterAuthURL = in
 	}
-	token := res.Header.Get("X-Subject-Token")
-	get := func(url string, out any) error {
-		req, _ := http.NewRequest("GET", url, nil)
-		req.Header.Set("X-Auth-Token", token)
-		r, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		defer r.Body.Close()
-		if r.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET %s: %s", url, r.Status)
-		}
-		return json.NewDecoder(r.Body).Decode(out)
-	}
+	get := vc.get
+	endpoint := vc.endpoint
 	var nets struct {
 		Networks []struct{ ID string } `json:"networks"`
 	}

@@ -152,6 +152,22 @@ func revokeByName(ctx context.Context, ic *gophercloud.ServiceClient, userID, na
 	return nil
 }
 
+// RevokeName deletes the credentials of that name of the provider's user
+// (none: success).
+func RevokeName(ctx context.Context, p *gophercloud.ProviderClient, name string) error {
+	ic, userID, _, err := identity(ctx, p)
+	if err != nil {
+		return err
+	}
+	return revokeByName(ctx, ic, userID, name)
+}
+
+// ProjectOf is the project the provider's token is scoped to.
+func ProjectOf(ctx context.Context, p *gophercloud.ProviderClient) (string, error) {
+	_, _, project, err := identity(ctx, p)
+	return project, err
+}
+
 // Revoke deletes a credential (already gone is success): its tokens stop
 // working at once.
 func Revoke(ctx context.Context, p *gophercloud.ProviderClient, id string) error {

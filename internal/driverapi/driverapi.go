@@ -373,6 +373,73 @@ type HostKeyPublisher interface {
 	PublishedHostKeys(ctx context.Context, op *Op, resourceID string) ([]string, error)
 }
 
+// CredentialIssuer is an Infra that can issue credentials of its VIM for
+// software running inside the VNF (a cluster's network plugin such as
+// Kuryr-Kubernetes, which calls Neutron and Octavia): short-lived, least
+// privilege, never the VIM's own secret. Management drivers type-assert
+// Op.Infra (or Accept.Infra) to it. Optional.
+type CredentialIssuer interface {
+	// IssueCredential creates the credential named r.Name for the
+	// operation's VIM, replacing one of that name (a retry).
+	IssueCredential(ctx context.Context, op *Op, r CredentialRequest) (*Credential, error)
+	// RevokeCredential deletes the credential of that name (none: nil).
+	RevokeCredential(ctx context.Context, op *Op, name string) error
+}
+
+// CredentialRequest asks for a credential.
+type CredentialRequest struct {
+	// Name is unique per VNF instance and use (e.g. kuryr-<instance id>).
+	Name        string
+	Description string
+	// Roles it gets in the VIM's project (a subset of the VIM user's).
+	Roles []string
+	// TTL is its lifetime.
+	TTL time.Duration
+	// Services are the VIM services (catalog types) it may call.
+	Services []string
+}
+
+// Credential is an issued credential. Secret is given once; it must go
+// only where it is used and never into a log, a notification or an error.
+type Credential struct {
+	// Type is how it logs in (Keystone: "v3applicationcredential").
+	Type      string
+	ID        string
+	Name      string
+	Secret    string
+	AuthURL   string // the VIM's identity endpoint
+	Region    string
+	ProjectID string
+	ExpiresAt time.Time
+	Roles     []string
+	Services  []string
+}
+
+// InstanceTag is the tag of VIM resources that software of a VNF instance
+// creates on its own (a cluster's Kuryr-Kubernetes: Neutron ports for pods,
+// Octavia load balancers for Services): the infra driver deletes what
+// carries it with the instance's resources, so that nothing leaks and
+// nothing blocks the deletion of the networks.
+func InstanceTag(instanceID string) string { return "mini-vnfm-" + instanceID }
+
+// InfraOutputs is an Infra that publishes what its templates output about
+// the resources it made (OpenStack: the stack's outputs and its top-level
+// resources' ids), for management drivers that configure software with
+// those ids (Kuryr's subnets and security groups). Optional.
+type InfraOutputs interface {
+	Outputs(ctx context.Context, op *Op) (*Outputs, error)
+}
+
+// Outputs are an infra driver's outputs.
+type Outputs struct {
+	// Values are the template's outputs by name.
+	Values map[string]any
+	// Resources are the VIM ids of the template's resources by name.
+	Resources map[string]string
+	// Project is the VIM project the resources are in.
+	Project string
+}
+
 // VIPCheck is a question to Infra.CheckVIP.
 type VIPCheck struct {
 	Package Package

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/doctable"
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube/kuryr"
 )
 
 // docs/drivers.md documents every parameter the driver accepts, and only
@@ -37,6 +38,9 @@ func TestDocsListEveryParameter(t *testing.T) {
 	}
 	for _, k := range haKeys {
 		accepted = append(accepted, "ha."+k)
+	}
+	for _, k := range kuryr.ParamNames() {
+		accepted = append(accepted, "kuryr."+k)
 	}
 	undocumented, unknown := doctable.Diff(documented, accepted)
 	for _, k := range undocumented {

@@ -356,6 +356,11 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*mas
 			h.note(ctx, "the package's install script %s has no --etcd-cert-sans: etcd's certificates will not name the VIP %s, so etcd clients through it must verify another name (use the driver's script, or a current copy, for that)", h.p.ScriptPath, h.topo.VIP)
 		}
 	}
+	kargs, err := h.kuryrArgs(ctx, ms, script)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, kargs...)
 	r, err := h.d.runScript(ctx, ms, args, scriptEnv(h.p, h.topo), proxySecrets(h.p), h.nodeNote(ctx, n))
 	if err != nil {
 		return nil, err
@@ -584,6 +589,9 @@ func (d *Driver) removeVim(ctx context.Context, op *driverapi.Op, name string, f
 // TerminateEnd removes the cluster's VIM and its vimConnectionInfo entry
 // (the VMs are gone; nothing runs on them).
 func (d *Driver) TerminateEnd(ctx context.Context, op *driverapi.Op, p *Params) error {
+	if err := d.revokeKuryr(ctx, op, p); err != nil {
+		return err
+	}
 	return d.removeVim(ctx, op, p.VimName, p.Force)
 }
 
@@ -975,6 +983,9 @@ func (d *Driver) forgetServers(ctx context.Context, h *hook, before map[string]s
 func (d *Driver) Rollback(ctx context.Context, hookName string, op *driverapi.Op, p *Params) error {
 	switch hookName {
 	case model.HookInstantiateEnd:
+		if err := d.revokeKuryr(ctx, op, p); err != nil {
+			return err
+		}
 		return d.removeVim(ctx, op, p.VimName, false)
 	case model.HookScaleEnd:
 		if !op.Request.ScaleOut() {
@@ -1026,6 +1037,9 @@ func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *P
 		p.VimName = "kubernetes_vim_" + a.Instance.ID
 	}
 	if a.Request.Instantiate != nil {
+		if err := checkKuryr(a, p); err != nil {
+			return nil, err
+		}
 		return p, checkPlan(ctx, a, p)
 	}
 	p.Force = false

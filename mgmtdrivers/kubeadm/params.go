@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube"
+	"github.com/mini-vnfm/mini-vnfm/mgmtdrivers/kube/kuryr"
 )
 
 // ParamKey is the additionalParams key holding the driver's parameters
@@ -93,6 +94,13 @@ type Params struct {
 	// LB selects where HAProxy and keepalived run (ha.lb_topology,
 	// ha.lb_vdu_id, lb_node).
 	LB LBParams `json:"lb"`
+	// CNI (cni) is the pod network: calico (default) or kuryr
+	// (Kuryr-Kubernetes: pods and Services on Neutron ports and Octavia
+	// load balancers; needs a VIM whose infra driver issues credentials).
+	CNI string `json:"cni"`
+	// Kuryr (kuryr, with cni kuryr) are the Kuryr-Kubernetes parameters
+	// (mgmtdrivers/kube/kuryr).
+	Kuryr *kuryr.Params `json:"kuryr,omitempty"`
 
 	// Force is the heal request's additionalParams.force: heal more masters
 	// at once than etcd quorum allows.
@@ -103,7 +111,7 @@ type Params struct {
 }
 
 var (
-	topKeys      = append([]string{"script_path", "vim_name", "master_node", "worker_node", "proxy", "worker_parallelism", "drain_timeout", "drain_policy", "kubernetes_version", "join_token_ttl", "ha", "lb_node"}, kube.HostKeyParamKeys...)
+	topKeys      = append([]string{"script_path", "vim_name", "master_node", "worker_node", "proxy", "worker_parallelism", "drain_timeout", "drain_policy", "kubernetes_version", "join_token_ttl", "ha", "lb_node", "cni", "kuryr"}, kube.HostKeyParamKeys...)
 	masterOnly   = []string{"pod_cidr", "cluster_cidr", "cluster_cp_name"}
 	tackerExtras = map[string]string{
 		"helm_installation_script_path":    "is not supported by this VNFM (Tacker's Helm extra is not implemented); remove it",
@@ -158,10 +166,41 @@ func ParseParams(additional map[string]any) (*Params, error) {
 	p.HA = haParams(ha)
 	p.LB = lbParams(top, ha, p)
 	checkEtcdLBPort(ha, top, p)
+	readCNI(r, top, p)
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// Pod networks (cni).
+const (
+	CNICalico = "calico"
+	CNIKuryr  = "kuryr"
+)
+
+// readCNI reads cni and kuryr.
+func readCNI(r *kube.Reader, top *kube.Obj, p *Params) {
+	p.CNI = CNICalico
+	switch c := top.String("cni", false); c {
+	case "", CNICalico:
+	case CNIKuryr:
+		p.CNI = CNIKuryr
+	default:
+		top.Addf("cni", "%q is not a pod network this driver installs: calico (the default) or kuryr (Kuryr-Kubernetes)", c)
+	}
+	if p.CNI != CNIKuryr {
+		if top.Has("kuryr") {
+			top.Addf("kuryr", "is used only with cni: kuryr")
+		}
+		return
+	}
+	kp, problems := kuryr.Parse(top.Path+".kuryr", top.Raw("kuryr"))
+	for _, pr := range problems {
+		path, msg, _ := strings.Cut(pr, ": ")
+		r.Addf(path, "%s", msg)
+	}
+	p.Kuryr = &kp
 }
 
 func readNode(o *kube.Obj, master bool) NodeParams {

@@ -139,6 +139,7 @@ type clients struct {
 	heat     *gophercloud.ServiceClient
 	nova     *gophercloud.ServiceClient
 	neutron  *gophercloud.ServiceClient
+	region   string // of the VIM, for the clients made later (Octavia)
 }
 
 type clientEntry struct {
@@ -261,7 +262,7 @@ func (d *Driver) authenticate(ctx context.Context, a access) (*clients, error) {
 		return nil, keystoneErr(a, err)
 	}
 	eo := gophercloud.EndpointOpts{Region: a.Region, Availability: gophercloud.AvailabilityPublic}
-	c := &clients{provider: provider}
+	c := &clients{provider: provider, region: a.Region}
 	if c.heat, err = openstack.NewOrchestrationV1(provider, eo); err != nil {
 		return nil, fmt.Errorf("the VIM's catalog has no Heat (orchestration) endpoint%s: %w", inRegion(a.Region), err)
 	}

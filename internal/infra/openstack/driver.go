@@ -827,6 +827,9 @@ func (d *Driver) healEntire(ctx context.Context, op *driverapi.Op, info *model.I
 			if err := p.start(ctx, nodeHealDelete, "deleting Heat stack "+name); err != nil {
 				return err
 			}
+			if err := d.removeTagged(ctx, op, c, nodeHealDelete); err != nil {
+				return err
+			}
 			if err := d.deleteAndWait(ctx, op, c, stackRef{Name: s.Name, ID: s.ID}, s.Status, nodeHealDelete); err != nil {
 				return err
 			}
@@ -952,6 +955,9 @@ func (d *Driver) removeStack(ctx context.Context, op *driverapi.Op) error {
 	name := StackName(op.Instance.ID)
 	s, err := findStack(ctx, c, name)
 	if err != nil {
+		return err
+	}
+	if err := d.removeTagged(ctx, op, c, ""); err != nil {
 		return err
 	}
 	if s != nil {

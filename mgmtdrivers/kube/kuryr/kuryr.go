@@ -100,6 +100,19 @@ var (
 	roleRE         = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 )
 
+// ParamNames lists every key Parse accepts, nested ones as
+// "lbaas.provider" (for the documentation's tests).
+func ParamNames() []string {
+	out := slices.Clone(keys)
+	for _, k := range lbaasKeys {
+		out = append(out, "lbaas."+k)
+	}
+	for _, k := range credentialKeys {
+		out = append(out, "credential."+k)
+	}
+	return out
+}
+
 type checker struct {
 	problems []string
 }
