@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -160,6 +161,38 @@ func RevokeName(ctx context.Context, p *gophercloud.ProviderClient, name string)
 		return err
 	}
 	return revokeByName(ctx, ic, userID, name)
+}
+
+// RevokeSuffix deletes every credential of the provider's user whose name
+// ends with suffix (a VNF instance's: "-<instance id>") and returns their
+// names.
+func RevokeSuffix(ctx context.Context, p *gophercloud.ProviderClient, suffix string) ([]string, error) {
+	if suffix == "" {
+		return nil, errors.New("appcred: an empty suffix would match every credential")
+	}
+	ic, userID, _, err := identity(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := applicationcredentials.List(ic, userID, applicationcredentials.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("Keystone: listing application credentials: %w", err)
+	}
+	l, err := applicationcredentials.ExtractApplicationCredentials(pages)
+	if err != nil {
+		return nil, err
+	}
+	var gone []string
+	for _, c := range l {
+		if !strings.HasSuffix(c.Name, suffix) {
+			continue
+		}
+		if err := applicationcredentials.Delete(ctx, ic, userID, c.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+			return gone, fmt.Errorf("Keystone: deleting application credential %s: %w", c.ID, err)
+		}
+		gone = append(gone, c.Name)
+	}
+	return gone, nil
 }
 
 // ProjectOf is the project the provider's token is scoped to.

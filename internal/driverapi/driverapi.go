@@ -388,7 +388,12 @@ type CredentialIssuer interface {
 
 // CredentialRequest asks for a credential.
 type CredentialRequest struct {
-	// Name is unique per VNF instance and use (e.g. kuryr-<instance id>).
+	// Name is unique per VNF instance and use and ends with
+	// "-<instance id>" (e.g. kuryr-<instance id>): when the infra driver
+	// removes the instance's resources (terminate, the rollback of an
+	// instantiation, an entire heal) it revokes the instance's credentials
+	// first, so that the software holding them stops making resources,
+	// then deletes what carries InstanceTag.
 	Name        string
 	Description string
 	// Roles it gets in the VIM's project (a subset of the VIM user's).
@@ -421,6 +426,10 @@ type Credential struct {
 // carries it with the instance's resources, so that nothing leaks and
 // nothing blocks the deletion of the networks.
 func InstanceTag(instanceID string) string { return "mini-vnfm-" + instanceID }
+
+// CredentialSuffix is how the names of an instance's credentials end
+// (CredentialRequest.Name).
+func CredentialSuffix(instanceID string) string { return "-" + instanceID }
 
 // InfraOutputs is an Infra that publishes what its templates output about
 // the resources it made (OpenStack: the stack's outputs and its top-level

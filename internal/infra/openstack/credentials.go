@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -27,6 +28,9 @@ var (
 // (internal/appcred): the roles asked for, an expiry, access rules that
 // confine its tokens to the services asked for.
 func (d *Driver) IssueCredential(ctx context.Context, op *driverapi.Op, r driverapi.CredentialRequest) (*driverapi.Credential, error) {
+	if suffix := driverapi.CredentialSuffix(op.Instance.ID); !strings.HasSuffix(r.Name, suffix) || r.Name == suffix {
+		return nil, fmt.Errorf("a credential for VNF instance %s must be named <use>%s, not %q", op.Instance.ID, suffix, r.Name)
+	}
 	a, err := accessOf(osVim(op))
 	if err != nil {
 		return nil, err
@@ -99,6 +103,30 @@ func (d *Driver) Outputs(ctx context.Context, op *driverapi.Op) (*driverapi.Outp
 		return nil, err
 	}
 	return out, nil
+}
+
+// revokeIssued revokes every credential issued for the instance
+// (driverapi.CredentialSuffix), before removeTagged: software of the VNF
+// that still runs (kuryr-controller until its server is deleted) would
+// otherwise re-create what removeTagged deletes.
+func (d *Driver) revokeIssued(ctx context.Context, op *driverapi.Op, c *clients, node string) error {
+	gone, err := appcred.RevokeSuffix(ctx, c.provider, driverapi.CredentialSuffix(op.Instance.ID))
+	if len(gone) == 0 && (gophercloud.ResponseCodeIs(err, 404) || gophercloud.ResponseCodeIs(err, 403)) {
+		// A Keystone without application credentials, or a policy that
+		// hides them: none was issued through it.
+		d.log(op).Info("no application credentials to revoke", "reason", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("revoking the credentials issued for the VNF instance: %w", err)
+	}
+	for _, name := range gone {
+		progress{op}.note(ctx, node, "revoked application credential "+name+", issued for the VNF's software")
+	}
+	if len(gone) > 0 {
+		d.log(op).Info("application credentials revoked", "names", gone)
+	}
+	return nil
 }
 
 // removeTagged deletes what software of the VNF made in the VIM with the

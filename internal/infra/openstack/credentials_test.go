@@ -14,6 +14,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/appcred"
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 )
@@ -70,6 +71,17 @@ func TestOutputsAndCredentials(t *testing.T) {
 	if login() == nil {
 		t.Error("the revoked credential logs in")
 	}
+	if _, err := h.d.IssueCredential(ctx, op, driverapi.CredentialRequest{Name: "kuryr-" + uuid.NewString(), TTL: time.Hour}); err == nil {
+		t.Error("a credential named for another instance was issued")
+	}
+	// Terminate revokes what was issued for the instance (the credential
+	// kuryr-controller still holds), and nothing else.
+	if cred, err = h.d.IssueCredential(ctx, op, driverapi.CredentialRequest{Name: "kuryr-" + in.ID, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := login(); err != nil {
+		t.Fatal(err)
+	}
 
 	// What Kuryr made in the VIM with the instance's tag (a Service's
 	// load balancer on the service subnet, a pod's port on the pod
@@ -103,6 +115,10 @@ func TestOutputsAndCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	otherCred, err := appcred.Issue(ctx, vc, appcred.Request{Name: "kuryr-" + uuid.NewString(), TTL: time.Hour}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
 	op.Operation, op.ID, op.Progress = model.OpTerminate, uuid.NewString(), (&journal{}).progress("y")
 	op.Request = driverapi.Request{Terminate: &model.TerminateVnfRequest{TerminationType: "FORCEFUL"}}
 	if err := h.d.Terminate(ctx, op); err != nil {
@@ -116,6 +132,13 @@ func TestOutputsAndCredentials(t *testing.T) {
 	}
 	if _, err := ports.Get(ctx, nw, other.ID).Extract(); err != nil {
 		t.Errorf("the untagged port after terminate: %v", err)
+	}
+	if login() == nil {
+		t.Error("the instance's credential logs in after terminate")
+	}
+	if _, err := openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: cred.AuthURL, ApplicationCredentialID: otherCred.ID,
+		ApplicationCredentialSecret: otherCred.Secret}); err != nil {
+		t.Errorf("another instance's credential after terminate: %v", err)
 	}
 	if s, err := findStack(ctx, must(h.d.connect(ctx, op)), StackName(in.ID)); err != nil || s != nil {
 		t.Errorf("the stack after terminate: %+v %v", s, err)

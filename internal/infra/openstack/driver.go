@@ -827,6 +827,9 @@ func (d *Driver) healEntire(ctx context.Context, op *driverapi.Op, info *model.I
 			if err := p.start(ctx, nodeHealDelete, "deleting Heat stack "+name); err != nil {
 				return err
 			}
+			if err := d.revokeIssued(ctx, op, c, nodeHealDelete); err != nil {
+				return err
+			}
 			if err := d.removeTagged(ctx, op, c, nodeHealDelete); err != nil {
 				return err
 			}
@@ -955,6 +958,9 @@ func (d *Driver) removeStack(ctx context.Context, op *driverapi.Op) error {
 	name := StackName(op.Instance.ID)
 	s, err := findStack(ctx, c, name)
 	if err != nil {
+		return err
+	}
+	if err := d.revokeIssued(ctx, op, c, ""); err != nil {
 		return err
 	}
 	if err := d.removeTagged(ctx, op, c, ""); err != nil {
