@@ -55,7 +55,7 @@ func TestCNFOnKubernetesVIM(t *testing.T) {
 	box, _ := secrets.NewBox(key)
 	log := slog.New(slog.DiscardHandler)
 	policy := &outbound.Policy{AllowLoopback: true}
-	cfg := lcm.Config{Store: st, Box: box, Mgmt: DefaultMgmt(MgmtOptions{Pins: st.HostKeyPins()}), Infra: NewInfraResolver(nil, nil), Logger: log, Outbound: policy}
+	cfg := lcm.Config{Store: st, Box: box, Mgmt: DefaultMgmt(MgmtOptions{Pins: st.HostKeyPins()}), Infra: NewInfraResolver(nil, nil, nil), Logger: log, Outbound: policy}
 	svc := lcm.NewService(cfg)
 	ectx, ecancel := context.WithCancel(ctx)
 	eng := lcm.NewEngine(lcm.EngineConfig{Config: cfg, Workers: 2, Lease: 10 * time.Second, Poll: 100 * time.Millisecond})

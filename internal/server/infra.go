@@ -12,13 +12,15 @@ import (
 // OpenStack (Heat) driver for OpenStack VIMs — vimType
 // ETSINFV.OPENSTACK_KEYSTONE.V_3, or Tacker's "openstack" — the Kubernetes
 // driver for Kubernetes VIMs (CNFs) — ETSINFV.KUBERNETES.V_1, or Tacker's
-// "kubernetes" — and next for any other VIM type (nil: none). os nil means
-// a driver with the default options. Use it as Options.Infra.
-func NewInfraResolver(os *openstack.Driver, next lcm.InfraResolver) lcm.InfraResolver {
+// "kubernetes" — and next for any other VIM type (nil: none). os or k8s nil
+// means that driver with the default options. Use it as Options.Infra.
+func NewInfraResolver(os *openstack.Driver, k8s *kubernetes.Driver, next lcm.InfraResolver) lcm.InfraResolver {
 	if os == nil {
 		os = openstack.New(openstack.Options{})
 	}
-	k8s := kubernetes.New(kubernetes.Options{})
+	if k8s == nil {
+		k8s = kubernetes.New(kubernetes.Options{})
+	}
 	return func(vimType string) (driverapi.InfraDriver, bool) {
 		switch t := vims.NormalizeVimType(vimType); {
 		case vimType == "":

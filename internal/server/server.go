@@ -20,6 +20,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/api"
 	"github.com/mini-vnfm/mini-vnfm/internal/auth"
 	"github.com/mini-vnfm/mini-vnfm/internal/config"
+	"github.com/mini-vnfm/mini-vnfm/internal/infra/kubernetes"
 	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
@@ -147,7 +148,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 	infra := o.Infra
 	if infra == nil {
-		infra = NewInfraResolver(openstack.New(openstack.Options{Outbound: policy}), nil)
+		// Both infra drivers connect to client-registered endpoints: through
+		// the one outbound-URL policy.
+		infra = NewInfraResolver(openstack.New(openstack.Options{Outbound: policy}),
+			kubernetes.New(kubernetes.Options{Outbound: policy}), nil)
 	}
 	log.Info("outbound-URL policy", "loopback", policy.AllowLoopback, "private", policy.AllowPrivate,
 		"allow", fmt.Sprint(policy.Allow), "deny", fmt.Sprint(policy.Deny))

@@ -61,7 +61,7 @@ var roleKubeadm = harness.Role("kubeadm", func() int {
 				return testhosts.DialInNetns(ctx, ns, network, addr)
 			}})
 		d := openstack.New(driverOptions(3 * time.Minute))
-		return server.Options{Infra: server.NewInfraResolver(d, nil), Mgmt: mgmt}, st.Close, nil
+		return server.Options{Infra: server.NewInfraResolver(d, nil, nil), Mgmt: mgmt}, st.Close, nil
 	})
 })
 

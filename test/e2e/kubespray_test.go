@@ -77,7 +77,7 @@ var roleKubespray = harness.Role("kubespray", func() int {
 		}
 		mgmt := mgmtdrivers.NewRegistry(server.NewKubesprayDriver(st.HostKeyPins(), dial).Driver())
 		d := openstack.New(openstack.Options{PollMin: 20 * time.Millisecond, PollMax: 200 * time.Millisecond, StackTimeout: 3 * time.Minute})
-		return server.Options{Infra: server.NewInfraResolver(d, nil), Mgmt: mgmt}, st.Close, nil
+		return server.Options{Infra: server.NewInfraResolver(d, nil, nil), Mgmt: mgmt}, st.Close, nil
 	})
 })
 

@@ -38,7 +38,7 @@ import (
 var roleOpenStack = harness.Role("openstack", func() int {
 	return harness.Serve("e2e-openstack", func(context.Context, *config.Config) (server.Options, func(), error) {
 		d := openstack.New(driverOptions(time.Minute))
-		return server.Options{Infra: server.NewInfraResolver(d, nil), Observer: killAtFromEnv()}, nil, nil
+		return server.Options{Infra: server.NewInfraResolver(d, nil, nil), Observer: killAtFromEnv()}, nil, nil
 	})
 })
 
