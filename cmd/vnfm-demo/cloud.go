@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -83,16 +85,32 @@ func (d *demo) vimLogin(user, password string) (*vimClient, error) {
 }
 
 // get GETs a URL of the VIM's APIs and decodes the JSON answer.
-func (vc *vimClient) get(u string, out any) error {
-	req, _ := http.NewRequest("GET", u, nil)
+func (vc *vimClient) get(u string, out any) error { return vc.do("GET", u, nil, out) }
+
+func (vc *vimClient) do(method, u string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, u, rd)
+	if err != nil {
+		return err
+	}
 	req.Header.Set("X-Auth-Token", vc.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	r, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
 	}
 	defer r.Body.Close()
 	if r.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", u, r.Status)
+		return fmt.Errorf("%s %s: %s", method, u, r.Status)
 	}
 	return json.NewDecoder(r.Body).Decode(out)
 }
@@ -262,6 +280,23 @@ func (d *demo) showKuryrGone(id string) error {
 		return fmt.Errorf("kuryr-controller's application credential %v outlived the cluster", cred["name"])
 	}
 	d.printf("   kuryr-controller's application credential kuryr-%s is revoked\n", id)
+	tag := driverapi.InstanceTag(id)
+	var ports struct {
+		Ports []map[string]any `json:"ports"`
+	}
+	if err := vc.get(vc.endpoint["network"]+"/v2.0/ports?tags="+url.QueryEscape(tag), &ports); err != nil {
+		return err
+	}
+	var lbs struct {
+		LBs []map[string]any `json:"loadbalancers"`
+	}
+	if err := vc.get(vc.endpoint["load-balancer"]+"/v2/lbaas/loadbalancers?tags="+url.QueryEscape(tag), &lbs); err != nil {
+		return err
+	}
+	if len(ports.Ports)+len(lbs.LBs) > 0 {
+		return fmt.Errorf("%d ports and %d load balancers Kuryr made (tag %s) outlived the cluster", len(ports.Ports), len(lbs.LBs), tag)
+	}
+	d.printf("   nothing Kuryr made is left in the VIM (no port or load balancer tagged %s)\n", tag)
 	return nil
 }
 
