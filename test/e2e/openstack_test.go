@@ -219,6 +219,9 @@ func samplePackage(t *testing.T) []byte {
 	if !stripped {
 		t.Fatal("the sample's DF has no interfaces to strip; update samplePackage")
 	}
+	// The user-data file instantiateBody names, as a Tacker package carries
+	// it (its Python is never run: the class selects the Go equivalent).
+	m["UserData/k8s.py"] = &fstest.MapFile{Data: []byte("class KubernetesClusterUserData:\n    pass\n"), Mode: 0o644}
 	b, err := vnfpkg.BuildCSAR(m)
 	if err != nil {
 		t.Fatal(err)
