@@ -39,6 +39,7 @@ func TestSeedsDemos(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", demo, "github.com/mini-vnfm/mini-vnfm/cmd/vnfm-demo").CombinedOutput(); err != nil {
 		t.Fatalf("building the demo: %v\n%s", err, out)
 	}
+	removeHostsAtEnd(t, "e2eseed")
 	srv := harness.Start(t, roleDefault, pgtest.NewDB(t), secrets.NewKey(), "VNFM_SIMULATOR=on",
 		"VNFM_SIMULATOR_LISTEN=127.0.0.1:0", "VNFM_SIMULATOR_HOSTS=on", "VNFM_SIMULATOR_PREFIX=e2eseed", "VNFM_DATA_DIR="+t.TempDir(),
 		k8sstandin.BinaryEnv+"="+standin)
