@@ -746,8 +746,9 @@ pkill -HUP -o -x sshd; sleep 0.5`)
 	e.checkVimUsable(vimID, wantNodes(vs))
 
 	// A cluster whose VIM another instance uses is neither terminated nor
-	// rebuilt (the VMs would go before the VIM's removal failed): 422 naming
-	// the user, before any operation exists; once the user is gone it can.
+	// rebuilt (the VMs would go before the VIM's removal failed): 409 naming
+	// the user (issue 16's dependency guard), before any operation exists;
+	// once the user is gone it can.
 	user := e.createInstance()
 	pb, _ := json.Marshal(map[string]any{"vimConnectionInfo": []any{map[string]any{"id": "on-cluster", "vimId": vimID, "vimType": "kubernetes"}}})
 	code, h, doc := e.do("PATCH", "/vnflcm/v1/vnf_instances/"+user, "application/merge-patch+json", pb)
@@ -760,8 +761,8 @@ pkill -HUP -o -x sshd; sleep 0.5`)
 		b, _ := json.Marshal(body)
 		code, _, doc := e.do("POST", "/vnflcm/v1/vnf_instances/"+inst+"/"+task, "application/json", b)
 		raw, _ := doc["_raw"].(string)
-		if code != http.StatusUnprocessableEntity || !strings.Contains(raw, "is in use by VNF instance "+user) {
-			t.Errorf("%s of the cluster while instance %s uses its VIM: %d %s, want 422 naming the user", task, user, code, raw)
+		if code != http.StatusConflict || !strings.Contains(raw, "is in use by") || !strings.Contains(raw, user) {
+			t.Errorf("%s of the cluster while instance %s uses its VIM: %d %s, want 409 naming the user", task, user, code, raw)
 		}
 	}
 	if after := e.opsOf(inst); after != opsBefore {
