@@ -214,7 +214,13 @@ defaults
 	mode tcp
 	option tcplog
 	option dontlognull
-	timeout connect 5s
+	# A master that died is silent (no reset): a connection to it fails only
+	# at the connect timeout. Short attempts, each retry on another master,
+	# so a client through the VIP is served before the health checks mark
+	# the dead one down.
+	retries 2
+	option redispatch 1
+	timeout connect 2s
 	timeout client 1h
 	timeout server 1h
 	timeout check 3s
