@@ -494,7 +494,15 @@ func testKubeadmHAClusterLifecycle(t *testing.T, realHeat bool) {
 	}
 	t.Logf("VIP holder %s killed: etcdctl endpoint health through the VIP answered after %v (VIP now on %v): %s",
 		nodeNameOf(victim), took.Round(time.Millisecond), e.vipHolders(masters, vip), strings.TrimSpace(out))
-	if got, err := api.nodes(); err != nil || len(got) != len(wantNodes(vs)) {
+	// The API through the VIP, polled (bounded) like etcd above: with real
+	// Heat it has taken more than 5 s after the holder died (see the log).
+	got, err := api.nodes()
+	for apiDeadline := time.Now().Add(30 * time.Second); (err != nil || len(got) != len(wantNodes(vs))) && time.Now().Before(apiDeadline); {
+		time.Sleep(500 * time.Millisecond)
+		got, err = api.nodes()
+	}
+	t.Logf("the API through the VIP answered %v after master 1 died", time.Since(killed).Round(time.Millisecond))
+	if err != nil || len(got) != len(wantNodes(vs)) {
 		var diag strings.Builder
 		for _, m := range masters[1:] {
 			fmt.Fprintf(&diag, "\n--- %s:\n%s", nodeNameOf(m), e.exec(e.host(m), "ip -o -4 addr show eth0; ss -ltn; cat /etc/haproxy/haproxy.cfg; tail -5 /var/log/keepalived.log 2>/dev/null || true"))
