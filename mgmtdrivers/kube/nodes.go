@@ -320,17 +320,63 @@ func CheckVimUsers(ctx context.Context, a *driverapi.Accept, force bool, names .
 	if a.Vims == nil || force {
 		return nil
 	}
+	return vimInUse(ctx, a, names, "this operation removes it (the cluster is deleted or rebuilt)", "they are left with a VIM whose cluster is gone")
+}
+
+// vimInUse is the ConflictError naming the users of the first of names
+// that has any; why says what the operation would do to them.
+func vimInUse(ctx context.Context, a *driverapi.Accept, names []string, why, forced string) error {
 	for _, name := range names {
 		users, err := a.Vims.VimUsers(ctx, name, a.Instance.ID)
 		if err != nil {
 			return err
 		}
 		if len(users) > 0 {
-			return &driverapi.ConflictError{Detail: fmt.Sprintf("the cluster's Kubernetes VIM %s is in use by %s: this operation removes it (the cluster is deleted or rebuilt); terminate those first, give them another VIM, or send additionalParams.force: true to go ahead anyway (they are left with a VIM whose cluster is gone)",
-				name, strings.Join(users, ", "))}
+			return &driverapi.ConflictError{Detail: fmt.Sprintf("the cluster's Kubernetes VIM %s is in use by %s: %s; terminate those first, give them another VIM, or send additionalParams.force: true to go ahead anyway (%s)",
+				name, strings.Join(users, ", "), why, forced)}
 		}
 	}
 	return nil
+}
+
+// CheckWorkerScaleIn refuses a SCALE_IN that would leave the cluster
+// without a worker node while other instances (the CNFs deployed on it) use
+// its Kubernetes VIM (names): their pods would have nowhere to go when the
+// last workers are drained. workers are the cluster's worker nodes now; the
+// scale-in removes the instances its steps' deltas give for their VDUs. The
+// refusal is a *driverapi.ConflictError (409) naming the users; force
+// (additionalParams.force) lets it run anyway. A scale-in that leaves a
+// worker is not refused: the victims are drained, so the pods move.
+func CheckWorkerScaleIn(ctx context.Context, a *driverapi.Accept, force bool, workers []*Node, names ...string) error {
+	req := a.Request.Scale
+	if req == nil || req.Type != model.ScaleIn || force || a.Vims == nil || a.Flavour == nil || a.Instance.InstantiatedVnfInfo == nil {
+		return nil
+	}
+	asp := a.Flavour.ScalingAspects[req.AspectID]
+	if asp == nil {
+		return nil
+	}
+	level := 0
+	for _, st := range a.Instance.InstantiatedVnfInfo.ScaleStatus {
+		if st.AspectID == req.AspectID {
+			level = st.ScaleLevel
+		}
+	}
+	vdus := map[string]bool{}
+	for _, w := range workers {
+		vdus[w.VduID] = true
+	}
+	removed := 0
+	for step := level - 1; step >= 0 && step >= level-req.Steps(); step-- {
+		for vdu := range vdus {
+			removed += asp.StepDelta(vdu, step)
+		}
+	}
+	if removed == 0 || removed < len(workers) {
+		return nil
+	}
+	return vimInUse(ctx, a, names, fmt.Sprintf("scaling in aspect %s by %d step(s) removes %d worker node(s) of %d, leaving no worker for their pods", req.AspectID, req.Steps(), removed, len(workers)),
+		"their pods are left without a node")
 }
 
 // ForceParam reads additionalParams.force (a boolean, or "true"/"false").

@@ -1027,7 +1027,8 @@ func (d *Driver) Rollback(ctx context.Context, hookName string, op *driverapi.Op
 // ours), the HA and load balancer plan; for a scale an aspect that scales
 // the control plane or the load balancers; for a heal the VNFCs that cannot
 // be healed one by one and a heal that would lose etcd quorum; for a
-// termination or an entire heal a cluster VIM other instances depend on.
+// termination, an entire heal or a scale-in that leaves no worker a cluster
+// VIM other instances depend on.
 func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *Params) (*Params, error) {
 	p, err := mgmtdrivers.BaseParams(a, stored, ParseParams)
 	if err != nil {
@@ -1057,6 +1058,7 @@ func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *P
 			if err := checkAspect(a.Flavour, topo, p, a.Request.Scale.AspectID); err != nil {
 				return nil, err
 			}
+			return p, kube.CheckWorkerScaleIn(ctx, a, p.Force, topo.Workers, vimNames(a.Instance, p.VimName)...)
 		}
 	case a.Request.Heal != nil:
 		if len(a.Request.Heal.VnfcInstanceID) == 0 {

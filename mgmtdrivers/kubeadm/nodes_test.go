@@ -411,6 +411,34 @@ func TestParseParamsAtAccept(t *testing.T) {
 		}
 		delete(vims.users, "kubernetes_vim_i")
 	}
+	// A scale-in that would leave no worker is refused the same way; one
+	// that leaves a worker is accepted (its victims are drained).
+	scaled := &model.VnfInstance{ID: "i", InstantiatedVnfInfo: sampleInfo()}
+	scaled.InstantiatedVnfInfo.ScaleStatus = []model.ScaleInfo{{AspectID: "worker_instance", ScaleLevel: 2}}
+	scaleIn := func(steps int, force bool) error {
+		req := driverapi.Request{Scale: &model.ScaleVnfRequest{Type: model.ScaleIn, AspectID: "worker_instance", NumberOfSteps: &steps}}
+		if force {
+			req = withForce(req)
+		}
+		_, err := d.ParseParams(ctx, &driverapi.Accept{Operation: model.OpScale, Instance: scaled, Flavour: sampleFlavour(), Infra: &testInfra{}, Vims: vims, Request: req}, stored)
+		return err
+	}
+	if err := scaleIn(2, false); err != nil {
+		t.Errorf("scale-in of every worker with the cluster's VIM unused: %v", err)
+	}
+	vims.users["kubernetes_vim_i"] = []string{"VNF instance 5c0e"}
+	err = scaleIn(2, false)
+	var ce *driverapi.ConflictError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "is in use by VNF instance 5c0e") || !strings.Contains(err.Error(), "removes 2 worker node(s) of 2") {
+		t.Errorf("scale-in of every worker with the cluster's VIM in use: %v, want a ConflictError (409) naming the user", err)
+	}
+	if err := scaleIn(1, false); err != nil {
+		t.Errorf("scale-in leaving a worker with the cluster's VIM in use: %v", err)
+	}
+	if err := scaleIn(2, true); err != nil {
+		t.Errorf("scale-in of every worker with force: %v", err)
+	}
+	delete(vims.users, "kubernetes_vim_i")
 	// Overrides of a scale request apply to a copy of what is stored.
 	sp, err := d.ParseParams(ctx, &driverapi.Accept{Operation: model.OpScale, Instance: in, Flavour: sampleFlavour(), Infra: &testInfra{},
 		Request: driverapi.Request{Scale: &model.ScaleVnfRequest{Type: model.ScaleOut, AspectID: "worker_instance",
@@ -432,6 +460,10 @@ func withForce(req driverapi.Request) driverapi.Request {
 		h := *req.Heal
 		h.AdditionalParams = force
 		return driverapi.Request{Heal: &h}
+	case req.Scale != nil:
+		s := *req.Scale
+		s.AdditionalParams = force
+		return driverapi.Request{Scale: &s}
 	}
 	return req
 }

@@ -36,8 +36,10 @@ func TestAcceptRefusesWhatCannotSucceed(t *testing.T) {
 		"worker_instance": {MaxScaleLevel: 2, VduDeltas: map[string]map[string]int{"workerNode": {"delta_1": 1}}},
 	}}
 	in := &model.VnfInstance{ID: "9d3e1d6a-5b7e-4a55-9d0b-0c6a1f0e2a11",
-		InstantiatedVnfInfo: &model.InstantiatedVnfInfo{FlavourID: "simple", VnfcResourceInfo: sampleVnfcs()}}
-	one := 1
+		InstantiatedVnfInfo: &model.InstantiatedVnfInfo{FlavourID: "simple", VnfcResourceInfo: sampleVnfcs(),
+			ScaleStatus: []model.ScaleInfo{{AspectID: "worker_instance", ScaleLevel: 2}}}}
+	one, two := 1, 2
+	inUse := vimUsers{"kubespray_vim": {"VNF instance 5c0e"}}
 	for _, tc := range []struct {
 		name string
 		req  driverapi.Request
@@ -49,6 +51,12 @@ func TestAcceptRefusesWhatCannotSucceed(t *testing.T) {
 			want: "aspect master_instance scales the control-plane VDU masterNode: kubespray has no playbook"},
 		{name: "scale in the masters", req: driverapi.Request{Scale: &model.ScaleVnfRequest{Type: model.ScaleIn, AspectID: "master_instance", NumberOfSteps: &one}},
 			want: "kubespray has no playbook to add or remove a control-plane/etcd member"},
+		{name: "scale in every worker, the VIM in use", req: driverapi.Request{Scale: &model.ScaleVnfRequest{Type: model.ScaleIn, AspectID: "worker_instance", NumberOfSteps: &two}},
+			vims: inUse, want: "is in use by VNF instance 5c0e: scaling in aspect worker_instance by 2 step(s) removes 2 worker node(s) of 2"},
+		{name: "scale in a worker, the VIM in use", req: driverapi.Request{Scale: &model.ScaleVnfRequest{Type: model.ScaleIn, AspectID: "worker_instance", NumberOfSteps: &one}},
+			vims: inUse},
+		{name: "scale in every worker, the VIM in use, force", req: driverapi.Request{Scale: &model.ScaleVnfRequest{Type: model.ScaleIn, AspectID: "worker_instance", NumberOfSteps: &two,
+			AdditionalParams: map[string]any{"force": true}}}, vims: inUse},
 		{name: "heal a worker", req: driverapi.Request{Heal: &model.HealVnfRequest{VnfcInstanceID: []string{"workerNode-dddd"}}}},
 		{name: "heal a master", req: driverapi.Request{Heal: &model.HealVnfRequest{VnfcInstanceID: []string{"workerNode-dddd", "masterNode-bbbb"}}},
 			want: "healing control-plane VNFCs (masterNode-bbbb) is not supported"},

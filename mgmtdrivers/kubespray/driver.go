@@ -273,8 +273,10 @@ func (s *session) targets(vnfcIDs []string, what string) ([]*Node, error) {
 // connection point names against the VNFD and the load balancer's script in
 // the package; for a scale an aspect that scales the control plane or the
 // load balancer (kubespray has no playbook to add or replace a
-// control-plane/etcd member); for a heal control-plane VNFCs; for a
-// termination or an entire heal a cluster VIM other instances depend on. A
+// control-plane/etcd member) and a scale-in that leaves no worker while
+// other instances depend on the cluster VIM; for a heal control-plane
+// VNFCs; for a termination or an entire heal a cluster VIM other instances
+// depend on. A
 // scale or heal request may replace whole objects of the parameters
 // (worker_node, ansible, external_lb_param, ...).
 func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *Params) (*Params, error) {
@@ -294,7 +296,14 @@ func (d *Driver) ParseParams(ctx context.Context, a *driverapi.Accept, stored *P
 	}
 	switch req := a.Request; {
 	case req.Scale != nil:
-		return p, checkAspect(a.Flavour, c, p, req.Scale.AspectID)
+		if err := checkAspect(a.Flavour, c, p, req.Scale.AspectID); err != nil || c == nil {
+			return p, err
+		}
+		force, err := kube.ForceParam(req.AdditionalParams())
+		if err != nil {
+			return nil, err
+		}
+		return p, kube.CheckWorkerScaleIn(ctx, a, force, c.Workers, p.vimName(a.Instance.ID))
 	case req.Heal != nil && len(req.Heal.VnfcInstanceID) == 0, req.Terminate != nil:
 		force, err := kube.ForceParam(req.AdditionalParams())
 		if err != nil {
