@@ -22,9 +22,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/config"
+	"github.com/mini-vnfm/mini-vnfm/internal/infra/kubernetes"
 	"github.com/mini-vnfm/mini-vnfm/internal/infra/openstack"
 	"github.com/mini-vnfm/mini-vnfm/internal/k8sstandin"
 	"github.com/mini-vnfm/mini-vnfm/internal/ossim"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
@@ -36,16 +38,18 @@ import (
 )
 
 // The kubeadm end-to-end test: the VNFM as a separate process with the
-// OpenStack driver and the built-in management drivers (server.DefaultMgmt),
-// the simulator's servers as real SSH hosts with the Kubernetes stand-in
-// installed, the kubeadm-single sample package onboarded over HTTP.
+// OpenStack and Kubernetes infra drivers and the built-in management
+// drivers (server.DefaultMgmt), the simulator's servers as real SSH hosts
+// with the Kubernetes stand-in installed, the kubeadm-single sample package
+// onboarded over HTTP.
 const (
 	// kadmNetnsEnv names the network namespace the VNFM dials the hosts in.
 	kadmNetnsEnv = "VNFM_E2E_KUBEADM_NETNS"
 )
 
-// roleKubeadm is the VNFM with the OpenStack driver and the built-in
-// management drivers dialing the test hosts in their network namespace.
+// roleKubeadm is the VNFM with the OpenStack and Kubernetes infra drivers
+// and the built-in management drivers dialing the test hosts in their
+// network namespace.
 var roleKubeadm = harness.Role("kubeadm", func() int {
 	return harness.Serve("e2e-kubeadm", func(ctx context.Context, cfg *config.Config) (server.Options, func(), error) {
 		if err := store.MigrateUp(ctx, cfg.DatabaseURL); err != nil {
@@ -61,7 +65,13 @@ var roleKubeadm = harness.Role("kubeadm", func() int {
 				return testhosts.DialInNetns(ctx, ns, network, addr)
 			}})
 		d := openstack.New(driverOptions(3 * time.Minute))
-		return server.Options{Infra: server.NewInfraResolver(d, nil, nil), Mgmt: mgmt}, st.Close, nil
+		// The CNF driver reaches the built clusters' API servers in the
+		// hosts' namespace too, through the one outbound-URL policy.
+		cnf := kubernetes.New(kubernetes.Options{ReadyTimeout: 3 * time.Minute, PollMax: time.Second,
+			Outbound: &outbound.Policy{AllowLoopback: true, AllowPrivate: true, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				return testhosts.DialInNetns(ctx, ns, network, addr)
+			}}})
+		return server.Options{Infra: server.NewInfraResolver(d, cnf, nil), Mgmt: mgmt}, st.Close, nil
 	})
 })
 
