@@ -191,3 +191,27 @@ func InstantiateRequest(name string, c Cloud) (map[string]any, error) {
 		"additionalParams": additional,
 	}, nil
 }
+
+// CNF is the sample CNF package (VNF-B) the demo deploys on the cluster a
+// sample built.
+const CNF = "cnf-helloworld"
+
+// CNFLoadBalancerFile is the sample CNF's Service of type LoadBalancer.
+const CNFLoadBalancerFile = "Files/kubernetes/web-lb.yaml"
+
+// CNFRequest returns the InstantiateVnfRequest of the sample CNF on the
+// Kubernetes VIM vimID (the one a cluster sample registered), Tacker v1's
+// shape. loadBalancer adds the Service of type LoadBalancer
+// (Files/kubernetes/web-lb.yaml), for a cluster that gives Services load
+// balancers (Kuryr-Kubernetes).
+func CNFRequest(vimID string, loadBalancer bool) map[string]any {
+	files := []any{"Files/kubernetes/web.yaml"}
+	if loadBalancer {
+		files = append(files, CNFLoadBalancerFile)
+	}
+	return map[string]any{
+		"flavourId":         "simple",
+		"vimConnectionInfo": []any{map[string]any{"id": "cluster", "vimId": vimID, "vimType": "kubernetes"}},
+		"additionalParams":  map[string]any{"lcm-kubernetes-def-files": files, "namespace": "default"},
+	}
+}

@@ -2,6 +2,7 @@ package samples
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"reflect"
 	"strings"
@@ -93,6 +94,35 @@ func TestReadmeDemoTable(t *testing.T) {
 	for _, name := range Names {
 		if !strings.Contains(string(b), "| `"+name+"`") {
 			t.Errorf("README's make demo table lacks %s", name)
+		}
+	}
+}
+
+// The sample CNF's requests name files its package has: the plain one and
+// the one with the Service of type LoadBalancer (Kuryr clusters).
+func TestCNFRequestFilesExist(t *testing.T) {
+	tree, err := Tree(CNF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lb := range []bool{false, true} {
+		req := CNFRequest("vim-1", lb)
+		files := req["additionalParams"].(map[string]any)["lcm-kubernetes-def-files"].([]any)
+		if want := map[bool]int{false: 1, true: 2}[lb]; len(files) != want {
+			t.Errorf("loadBalancer %v: files %v, want %d", lb, files, want)
+		}
+		for _, f := range files {
+			b, err := fs.ReadFile(tree, f.(string))
+			if err != nil {
+				t.Errorf("loadBalancer %v: %v", lb, err)
+			}
+			if lb && f == CNFLoadBalancerFile && !strings.Contains(string(b), "type: LoadBalancer") {
+				t.Errorf("%s has no Service of type LoadBalancer:\n%s", f, b)
+			}
+		}
+		vci := req["vimConnectionInfo"].([]any)[0].(map[string]any)
+		if vci["vimId"] != "vim-1" || vci["vimType"] != "kubernetes" {
+			t.Errorf("vimConnectionInfo %v", vci)
 		}
 	}
 }

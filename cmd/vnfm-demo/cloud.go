@@ -132,6 +132,24 @@ type stackResource struct {
 	Status string `json:"resource_status"`
 }
 
+// neutronPort is a port as Neutron lists it.
+type neutronPort struct {
+	Name     string `json:"name"`
+	FixedIPs []struct {
+		IP string `json:"ip_address"`
+	} `json:"fixed_ips"`
+}
+
+// taggedPorts lists the ports tagged with an instance (what the cluster's
+// Kuryr made).
+func (vc *vimClient) taggedPorts(id string) ([]neutronPort, error) {
+	var ports struct {
+		Ports []neutronPort `json:"ports"`
+	}
+	err := vc.get(vc.endpoint["network"]+"/v2.0/ports?tags="+url.QueryEscape(driverapi.InstanceTag(id)), &ports)
+	return ports.Ports, err
+}
+
 // kuryrCredential is kuryr-controller's application credential, if any.
 func (vc *vimClient) kuryrCredential(id string) (map[string]any, error) {
 	var l struct {
@@ -229,18 +247,11 @@ func (d *demo) showKuryr(id string) error {
 	d.printf("     kuryr-controller logs in with application credential %s: roles %s, %s only, expires %v (not the VIM's password)\n",
 		cred["name"], strings.Join(roles, ", "), strings.Join(services, " and "), cred["expires_at"])
 	tag := driverapi.InstanceTag(id)
-	var ports struct {
-		Ports []struct {
-			Name     string `json:"name"`
-			FixedIPs []struct {
-				IP string `json:"ip_address"`
-			} `json:"fixed_ips"`
-		} `json:"ports"`
-	}
-	if err := vc.get(vc.endpoint["network"]+"/v2.0/ports?tags="+url.QueryEscape(tag), &ports); err != nil {
+	ports, err := vc.taggedPorts(id)
+	if err != nil {
 		return err
 	}
-	for _, p := range ports.Ports {
+	for _, p := range ports {
 		ip := ""
 		if len(p.FixedIPs) > 0 {
 			ip = p.FixedIPs[0].IP
@@ -259,7 +270,7 @@ func (d *demo) showKuryr(id string) error {
 	for _, lb := range svcs.LBs {
 		d.printf("     Service %-24s Octavia load balancer, VIP %s\n", lb.Name, lb.VIP)
 	}
-	if len(ports.Ports)+len(svcs.LBs) == 0 {
+	if len(ports)+len(svcs.LBs) == 0 {
 		d.printf("     no pod or Service has a port or load balancer yet (Kuryr makes them as workloads start, tagged %s)\n", tag)
 	}
 	return nil

@@ -8,7 +8,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,6 +29,7 @@ func main() {
 	timeout := flag.Duration("timeout", 15*time.Minute, "bound of each operation")
 	simUser := flag.String("cloud-user", "admin", "user of the default VIM (make run's simulator: admin)")
 	simPassword := flag.String("cloud-password", "secret", "password of that user (make run's simulator: secret)")
+	cnf := flag.Bool("cnf", true, "deploy the sample CNF on the cluster before terminating it (-cnf=false: the cluster alone)")
 	printReq := flag.Bool("print-request", false, "print the complete instantiate request for the sample on the default VIM and exit")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -48,7 +48,7 @@ func main() {
 		os.Exit(code)
 	}
 	d := &demo{base: strings.TrimRight(*endpoint, "/"), timeout: *timeout, out: os.Stdout, tty: isTTY(),
-		simUser: *simUser, simPassword: *simPassword}
+		simUser: *simUser, simPassword: *simPassword, cnf: *cnf}
 	if *printReq {
 		body, err := d.instantiateRequest(*sample, *password)
 		if err != nil {
@@ -92,6 +92,8 @@ type demo struct {
 	out     io.Writer
 	tty     bool
 	results []result
+	steps   int  // the last step's number
+	cnf     bool // the CNF part (cnf.go) runs
 
 	simUser, simPassword string
 	vim                  *vimClient     // the default VIM, once logged in (cloud.go)
@@ -105,6 +107,23 @@ type result struct {
 
 // call sends a request and decodes a JSON answer; a ProblemDetails becomes the error.
 func (d *demo) call(method, path string, body any, out any) (http.Header, error) {
+	code, h, b, err := d.request(method, path, body)
+	if err != nil {
+		return nil, err
+	}
+	if code >= 300 {
+		return nil, fmt.Errorf("%s %s: %d %s", method, path, code, problemDetail(b))
+	}
+	if out != nil && len(b) > 0 {
+		if err := json.Unmarshal(b, out); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	return h, nil
+}
+
+// request sends a request and returns the answer as it is.
+func (d *demo) request(method, path string, body any) (int, http.Header, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -112,56 +131,49 @@ func (d *demo) call(method, path string, body any, out any) (http.Header, error)
 	}
 	req, err := http.NewRequest(method, d.base+path, rd)
 	if err != nil {
-		return nil, err
+		return 0, nil, nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w (is `make run` running?)", method, path, err)
+		return 0, nil, nil, fmt.Errorf("%s %s: %w (is `make run` running?)", method, path, err)
 	}
 	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode >= 300 {
-		var pd struct {
-			Detail string `json:"detail"`
-		}
-		_ = json.Unmarshal(b, &pd)
-		return nil, fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, pd.Detail)
+	b, err := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, b, err
+}
+
+// problemDetail is a ProblemDetails' detail.
+func problemDetail(b []byte) string {
+	var pd struct {
+		Detail string `json:"detail"`
 	}
-	if out != nil && len(b) > 0 {
-		if err := json.Unmarshal(b, out); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", method, path, err)
-		}
-	}
-	return res.Header, nil
+	_ = json.Unmarshal(b, &pd)
+	return pd.Detail
 }
 
 func (d *demo) printf(format string, a ...any) { fmt.Fprintf(d.out, format, a...) }
 
+// next numbers the demo's steps.
+func (d *demo) next() int { d.steps++; return d.steps }
+
+// step starts a numbered step.
+func (d *demo) step(title string) { d.printf("\n%d. %s\n", d.next(), title) }
+
 func (d *demo) run(sample, password string) error {
 	start := time.Now()
-	var pkgs []map[string]any
-	if _, err := d.call("GET", "/vnfpkgm/v1/vnf_packages?all_fields", nil, &pkgs); err != nil {
+	vnfdID, err := d.sampleVnfd(sample)
+	if err != nil {
 		return err
-	}
-	var vnfdID string
-	for _, p := range pkgs {
-		udd, _ := p["userDefinedData"].(map[string]any)
-		if udd["sample"] == sample && p["onboardingState"] == "ONBOARDED" {
-			vnfdID, _ = p["vnfdId"].(string)
-		}
-	}
-	if vnfdID == "" {
-		return fmt.Errorf("sample package %s is not onboarded; `make run` onboards the samples when it brings its own cloud", sample)
 	}
 	plan := samples.Plans[sample]
 	instBody, err := d.instantiateRequest(sample, password)
 	if err != nil {
 		return err
 	}
-	d.printf("1. onboarded package: %s (vnfdId %s): %s\n", sample, vnfdID, plan.Description)
+	d.printf("%d. onboarded package: %s (vnfdId %s): %s\n", d.next(), sample, vnfdID, plan.Description)
 
 	var inst map[string]any
 	h, err := d.call("POST", "/vnflcm/v1/vnf_instances", map[string]any{"vnfdId": vnfdID, "vnfInstanceName": "demo-" + time.Now().Format("150405")}, &inst)
@@ -169,7 +181,7 @@ func (d *demo) run(sample, password string) error {
 		return err
 	}
 	id := inst["id"].(string)
-	d.printf("2. created VNF instance %s (%s)\n", id, h.Get("Location"))
+	d.printf("%d. created VNF instance %s (%s)\n", d.next(), id, h.Get("Location"))
 
 	steps := []struct {
 		name, task string
@@ -189,16 +201,32 @@ func (d *demo) run(sample, password string) error {
 			}
 			return d.healBody(id, "masterNode")
 		}},
+		{"cnf", "", nil},
 		{"terminate", "terminate", func() (map[string]any, error) {
 			return map[string]any{"terminationType": "GRACEFUL", "gracefulTerminationTimeout": 10}, nil
 		}},
 	}
-	for i, s := range steps {
+	for _, s := range steps {
+		if s.name == "cnf" {
+			if !d.cnf {
+				d.step("the CNF on the cluster")
+				d.printf("   skipped (-cnf=false)\n")
+				continue
+			}
+			if err := d.runCNF(id, plan); err != nil {
+				return err
+			}
+			continue
+		}
+		title := s.name
+		if s.name == "terminate" && d.cnf {
+			title = "terminate the cluster (VNF-A), now that nothing runs on its VIM"
+		}
+		d.step(title)
 		body, err := s.body()
 		if err != nil {
 			return err
 		}
-		d.printf("\n%d. %s\n", i+3, s.name)
 		if body == nil {
 			d.printf("   skipped: %s\n", plan.NoMasterHeal)
 			continue
@@ -230,12 +258,12 @@ func (d *demo) run(sample, password string) error {
 	if _, err := d.call("DELETE", "/vnflcm/v1/vnf_instances/"+id, nil, nil); err != nil {
 		return err
 	}
-	d.printf("\n9. deleted VNF instance %s\n", id)
-	d.printf("\n%-16s %-12s %10s\n", "operation", "result", "duration")
+	d.step("deleted VNF instance " + id)
+	d.printf("\n%-24s %-12s %10s\n", "operation", "result", "duration")
 	for _, r := range d.results {
-		d.printf("%-16s %-12s %10s\n", r.name, r.state, r.took.Round(100*time.Millisecond))
+		d.printf("%-24s %-12s %10s\n", r.name, r.state, r.took.Round(100*time.Millisecond))
 	}
-	d.printf("%-16s %-12s %10s\n", "total", "", time.Since(start).Round(time.Second))
+	d.printf("%-24s %-12s %10s\n", "total", "", time.Since(start).Round(time.Second))
 	return nil
 }
 
@@ -358,25 +386,18 @@ func render(op map[string]any, elapsed time.Duration) string {
 
 // showCluster prints the Kubernetes VIM the driver registered.
 func (d *demo) showCluster(id string) error {
-	var inst map[string]any
-	if _, err := d.call("GET", "/vnflcm/v1/vnf_instances/"+id, nil, &inst); err != nil {
+	vimID, _, err := d.clusterVim(id)
+	if err != nil {
 		return err
 	}
-	vims, _ := inst["vimConnectionInfo"].([]any)
-	for _, x := range vims {
-		v := x.(map[string]any)
-		if t, _ := v["vimType"].(string); strings.Contains(strings.ToUpper(t), "KUBERNETES") {
-			var vim struct {
-				Vim map[string]any `json:"vim"`
-			}
-			if _, err := d.call("GET", "/v1.0/vims/"+fmt.Sprint(v["vimId"]), nil, &vim); err != nil {
-				return err
-			}
-			d.printf("   Kubernetes VIM %s: %s (%s)\n", vim.Vim["name"], vim.Vim["auth_url"], vim.Vim["status"])
-			return nil
-		}
+	var vim struct {
+		Vim map[string]any `json:"vim"`
 	}
-	return errors.New("the instance has no Kubernetes VIM: the management driver did not register the cluster")
+	if _, err := d.call("GET", "/v1.0/vims/"+vimID, nil, &vim); err != nil {
+		return err
+	}
+	d.printf("   Kubernetes VIM %s: %s (%s)\n", vim.Vim["name"], vim.Vim["auth_url"], vim.Vim["status"])
+	return nil
 }
 
 // cloudInfo finds, on the default VIM, the network net0 (the one whose

@@ -146,6 +146,12 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if err != nil {
 		return err
 	}
+	if cloud != nil && policy.Dial == nil {
+		// A cluster built on the embedded cloud serves its API on the
+		// hosts' network: the VNFM reaches it there, never through this
+		// machine's default route.
+		policy.Dial = cloud.OutboundDial(nil)
+	}
 	infra := o.Infra
 	if infra == nil {
 		// Both infra drivers connect to client-registered endpoints: through

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -477,6 +478,34 @@ func (c *Cloud) Dial(ctx context.Context, network, addr string) (net.Conn, error
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, network, addr)
+}
+
+// OutboundDial is the dialer under the VNFM's outbound-URL policy while the
+// cloud is embedded: an address on the hosts' network is dialled inside the
+// cloud (Dial), as the nodes' SSH is; every other address with next (nil: a
+// net.Dialer). The VNFM's clients of what runs on the hosts — a built
+// cluster's API server, for the Kubernetes infra driver and the VIM's
+// verification — thus reach the hosts, not whatever this machine's default
+// route leads to.
+func (c *Cloud) OutboundDial(next func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if next == nil {
+		d := &net.Dialer{KeepAlive: 30 * time.Second}
+		next = d.DialContext
+	}
+	if c.Network == nil {
+		return next
+	}
+	subnet := c.Network.Subnet()
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if a, err := netip.ParseAddr(host); err == nil && subnet.Contains(a.Unmap()) {
+			return c.Network.Dial(ctx, network, addr)
+		}
+		return next(ctx, network, addr)
+	}
 }
 
 // VimRegistration is the "vim" member of POST /v1.0/vims registering the cloud.

@@ -2,6 +2,9 @@ package simcloud
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,5 +172,60 @@ func TestEndpointAndStateSurviveRestart(t *testing.T) {
 	}
 	if net0 == "" || c.Sim.NetworkID("net0") != net0 {
 		t.Fatalf("net0 (%s) is gone after a restart", net0)
+	}
+}
+
+// The VNFM's outbound dialer reaches an address of the hosts' network
+// inside the cloud (where a built cluster's API server listens), and hands
+// every other address to the next dialer: nothing for the hosts goes
+// through this machine's own routes.
+func TestOutboundDialReachesHostsInside(t *testing.T) {
+	needRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := testhosts.NewNetwork(ctx, testhosts.Options{Prefix: "sctdial", StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	inside, err := n.Listen(ctx, "tcp", net.JoinHostPort(n.Gateway().String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inside.Close()
+	go func() {
+		for {
+			c, err := inside.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("inside"))
+			c.Close()
+		}
+	}()
+	var handedOn []string
+	next := func(_ context.Context, _, addr string) (net.Conn, error) {
+		handedOn = append(handedOn, addr)
+		return nil, errors.New("refused by the test")
+	}
+	dial := (&Cloud{Network: n}).OutboundDial(next)
+	c, err := dial(ctx, "tcp", inside.Addr().String())
+	if err != nil {
+		t.Fatalf("dialling %s on the hosts' network: %v", inside.Addr(), err)
+	}
+	b, _ := io.ReadAll(c)
+	c.Close()
+	if string(b) != "inside" || len(handedOn) != 0 {
+		t.Fatalf("dialling %s: read %q, handed on %v; want the listener inside the cloud", inside.Addr(), b, handedOn)
+	}
+	for _, addr := range []string{"127.0.0.1:9", "192.0.2.7:443", "[::1]:9"} {
+		if _, err := dial(ctx, "tcp", addr); err == nil || len(handedOn) == 0 || handedOn[len(handedOn)-1] != addr {
+			t.Errorf("dialling %s: %v, handed on %v; want it handed to the next dialer", addr, err, handedOn)
+		}
+	}
+	if d := (&Cloud{}).OutboundDial(next); d == nil {
+		t.Error("a cloud without hosts has no outbound dialer")
+	} else if _, err := d(ctx, "tcp", "10.77.0.2:6443"); err == nil || handedOn[len(handedOn)-1] != "10.77.0.2:6443" {
+		t.Errorf("a cloud without hosts: %v, handed on %v; want the next dialer", err, handedOn)
 	}
 }
