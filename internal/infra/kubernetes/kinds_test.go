@@ -86,9 +86,10 @@ func exists(t *testing.T, d dynamic.Interface, ns, kindName, instance string) bo
 }
 
 // TestTackerKinds instantiates and terminates one CNF per case of Tacker's
-// v1 Kubernetes functional tests (test_kubernetes.py), on a real API
-// server, controllers and scheduler: every object is created, ready, owned
-// by the instance, its pods are the VNFCs, and terminate removes it all.
+// v1 Kubernetes functional tests (test_kubernetes.py), with Tacker's own
+// manifests, on a real API server, controllers and scheduler: every object
+// is created, ready, owned by the instance, its pods are the VNFCs, and
+// terminate removes it all.
 func TestTackerKinds(t *testing.T) {
 	t.Parallel() // its cases take the slots
 	cs, _ := world(t)
@@ -102,33 +103,37 @@ func TestTackerKinds(t *testing.T) {
 		kind    map[string]string // vduId → vimLevelResourceType
 		ownNS   bool              // manifests create their own namespace: no namespace param
 	}{
-		{name: "clusterrole_clusterrolebinding_SA", files: []string{"clusterrole_clusterrolebinding_sa.yaml"},
-			objects: []string{"ClusterRole/cnf-pod-reader", "ServiceAccount/cnf-cluster-sa", "ClusterRoleBinding/cnf-pod-reader-binding"}},
-		{name: "config_map", files: []string{"config-map.yaml"}, objects: []string{"ConfigMap/cnf-config"}},
-		{name: "controller_revision", files: []string{"controller-revision.yaml"}, objects: []string{"ControllerRevision/cnf-revision"}},
+		{name: "clusterrole_clusterrolebinding_SA", files: []string{"clusterrole_clusterrolebinding_SA.yaml"},
+			objects: []string{"ClusterRole/curry-cluster-role", "ServiceAccount/curry-cluster-sa", "ClusterRoleBinding/curry-cluster-rolebinding"}},
+		{name: "config_map", files: []string{"config-map.yaml"}, objects: []string{"ConfigMap/curry-test001"}},
+		{name: "controller_revision", files: []string{"controller-revision.yaml"}, objects: []string{"ControllerRevision/curry-test001"}},
 		{name: "daemon_set", files: []string{"daemon-set.yaml"}, objects: []string{"DaemonSet/vdu1"},
 			vnfcs: map[string]int{"VDU1": 2}, kind: map[string]string{"VDU1": "DaemonSet"}},
 		{name: "deployment", files: []string{"deployment.yaml"}, objects: []string{"Deployment/vdu2"},
 			vnfcs: map[string]int{"VDU2": 1}, kind: map[string]string{"VDU2": "Deployment"}},
-		{name: "horizontal_pod_autoscaler", files: []string{"horizontal-pod-autoscaler.yaml"}, objects: []string{"HorizontalPodAutoscaler/cnf-hpa"}},
-		{name: "job", files: []string{"job.yaml"}, objects: []string{"Job/cnf-job"}},
-		{name: "limit_range", files: []string{"limit-range.yaml"}, objects: []string{"LimitRange/cnf-limits"}},
-		{name: "namespace", files: []string{"namespace.yaml"}, objects: []string{"Namespace/cnf-extra"}, ownNS: true},
+		{name: "horizontal_pod_autoscaler", files: []string{"horizontal-pod-autoscaler.yaml"}, objects: []string{"HorizontalPodAutoscaler/curry-hpa-vdu001"}},
+		{name: "job", files: []string{"job.yaml"}, objects: []string{"Job/curryjob"}},
+		{name: "limit_range", files: []string{"limit-range.yaml"}, objects: []string{"LimitRange/limits"}},
+		{name: "namespace", files: []string{"namespace.yaml"}, objects: []string{"Namespace/curry"}, ownNS: true},
 		{name: "pod", files: []string{"pod.yaml"}, objects: []string{"Pod/vdu1"},
 			vnfcs: map[string]int{"VDU1": 1}, kind: map[string]string{"VDU1": "Pod"}},
-		{name: "pod_template", files: []string{"pod-template.yaml"}, objects: []string{"PodTemplate/cnf-template"}},
-		{name: "resource_quota", files: []string{"resource-quota.yaml"}, objects: []string{"ResourceQuota/cnf-quota"}},
-		{name: "role_rolebinding_SA", files: []string{"role_rolebinding_sa.yaml"},
-			objects: []string{"Role/cnf-role", "ServiceAccount/cnf-sa", "RoleBinding/cnf-role-binding"}},
-		{name: "subject_access_reviews", files: []string{"reviews.yaml", "config-map.yaml"}, objects: []string{"ConfigMap/cnf-config"}, ownNS: true},
+		{name: "pod_template", files: []string{"pod-template.yaml"}, objects: []string{"PodTemplate/curry-test001"}},
+		{name: "resource_quota", files: []string{"resource-quota.yaml"}, objects: []string{"ResourceQuota/curry-rq"}},
+		{name: "role_rolebinding_SA", files: []string{"role_rolebinding_SA.yaml"},
+			objects: []string{"Role/curry-role", "ServiceAccount/curry-sa", "RoleBinding/curry-rolebinding"}},
+		// The reviews are answered, never stored; LocalSubjectAccessReview
+		// asks about namespace default, in namespace default.
+		{name: "subject_access_review", files: []string{"subject-access-review.yaml"}, ownNS: true},
+		{name: "token_review", files: []string{"token-review.yaml"}, ownNS: true},
+		{name: "multi_yaml_and_resources_no_dep", files: []string{"local-subject-access-review.yaml", "self-subject-access-review_and_self-subject-rule-review.yaml"}, ownNS: true},
 		{name: "multiple_yaml_with_single_resource", files: []string{"replicaset_service_secret.yaml"},
-			objects: []string{"Service/cnf-svc", "Secret/cnf-secret", "ReplicaSet/vdu2"},
+			objects: []string{"Service/curry-svc-vdu001-multiple", "Secret/curry-sc-multiple", "ReplicaSet/vdu2"},
 			vnfcs:   map[string]int{"VDU2": 1}, kind: map[string]string{"VDU2": "ReplicaSet"}},
-		{name: "single_yaml_with_multiple_resources", files: []string{"priority-class.yaml", "lease.yaml", "network-policy.yaml"},
-			objects: []string{"PriorityClass/cnf-high-priority", "Lease/cnf-lease", "NetworkPolicy/cnf-netpol"}},
+		{name: "single_yaml_with_multiple_resources", files: []string{"multiple_yaml_priority-class.yaml", "multiple_yaml_lease.yaml", "multiple_yaml_network-policy.yaml"},
+			objects: []string{"PriorityClass/high-priority", "Lease/curry-lease", "NetworkPolicy/all-deny"}},
 		{name: "multi_yaml_and_resources_dep_and_sort", files: []string{"storage-class.yaml", "persistent-volume-0.yaml", "persistent-volume-1.yaml", "statefulset.yaml", "storage-class_pv_pvc.yaml"},
-			objects: []string{"StorageClass/cnf-local", "PersistentVolume/cnf-pv-0", "PersistentVolume/cnf-pv-1", "StatefulSet/vdu2",
-				"StorageClass/cnf-class-2", "PersistentVolume/cnf-pv-2", "PersistentVolumeClaim/cnf-claim"},
+			objects: []string{"StorageClass/curry-sc-local", "PersistentVolume/curry-sc-pv", "PersistentVolume/curry-sc-pv-0", "StatefulSet/vdu2",
+				"StorageClass/my-storage-class", "PersistentVolume/curry-sc-pv-1", "PersistentVolumeClaim/curry-sc-pvc"},
 			vnfcs: map[string]int{"VDU2": 1}, kind: map[string]string{"VDU2": "StatefulSet"}},
 	}
 	for i, tc := range cases {

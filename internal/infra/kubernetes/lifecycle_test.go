@@ -257,13 +257,23 @@ spec:
 // TestRollbackFailedInstantiate: a StatefulSet whose claims cannot bind
 // (no such StorageClass) times out with a detail naming what waits; the
 // rollback removes everything the instantiation created (Tacker's
-// test_rollback_cnf_after_instantiate_fail).
+// test_rollback_cnf_after_instantiate_fail, with its statefulset_fail.yaml).
 func TestRollbackFailedInstantiate(t *testing.T) {
 	parallel(t)
 	cs, _ := world(t)
 	namespace(t, cs, "rollback")
 	drv := kdrv.New(kdrv.Options{ReadyTimeout: 8 * time.Second, PollMax: time.Second})
-	c := newCNF(t, drv, testPackage, params("rollback", "config-map.yaml", "statefulset_fail.yaml"))
+	pkg := mapPackage{}
+	for _, f := range []string{"config-map.yaml", "statefulset_fail.yaml"} {
+		b, err := testPackage.ReadFile(context.Background(), "Files/kubernetes/"+f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Tacker's StatefulSet vdu2-fail backs no VDU (accept refuses it):
+		// named vdu2 it backs VDU2.
+		pkg["Files/kubernetes/"+f] = strings.Replace(string(b), "name: vdu2-fail", "name: vdu2", 1)
+	}
+	c := newCNF(t, drv, pkg, params("rollback", "config-map.yaml", "statefulset_fail.yaml"))
 	err := c.instantiate()
 	if err == nil || !strings.Contains(err.Error(), "StatefulSet/vdu2") || !strings.Contains(err.Error(), "not ready after") {
 		t.Fatalf("instantiate: %v, want a timeout naming StatefulSet/vdu2", err)
@@ -276,7 +286,7 @@ func TestRollbackFailedInstantiate(t *testing.T) {
 		t.Fatalf("rollback: %v", err)
 	}
 	d := dyn(t)
-	for _, o := range []string{"ConfigMap/cnf-config", "StatefulSet/vdu2", "PersistentVolumeClaim/www-vdu2-0"} {
+	for _, o := range []string{"ConfigMap/curry-test001", "StatefulSet/vdu2", "PersistentVolumeClaim/www-vdu2-0"} {
 		if exists(t, d, "rollback", o, "") {
 			t.Errorf("%s exists after rollback", o)
 		}
@@ -297,7 +307,7 @@ func TestNotOurs(t *testing.T) {
 		t.Fatal(err)
 	}
 	drv := kdrv.New(kdrv.Options{ReadyTimeout: 4 * time.Minute, PollMax: 500 * time.Millisecond})
-	c := newCNF(t, drv, testPackage, params("notours", "config-map.yaml", "lease.yaml"))
+	c := newCNF(t, drv, testPackage, params("notours", "config-map.yaml", "multiple_yaml_lease.yaml"))
 	err := c.instantiate()
 	if err == nil || !strings.Contains(err.Error(), "already exists") || !strings.Contains(err.Error(), "not created by this VNFM") {
 		t.Fatalf("instantiate over a foreign ConfigMap: %v", err)
@@ -305,10 +315,10 @@ func TestNotOurs(t *testing.T) {
 	if err := drv.RollbackInstantiate(ctxFor(t, time.Minute), c.op(model.OpInstantiate, c.last.Request)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.CoreV1().ConfigMaps("notours").Get(context.Background(), "cnf-config", metav1.GetOptions{}); err != nil {
+	if _, err := cs.CoreV1().ConfigMaps("notours").Get(context.Background(), "curry-test001", metav1.GetOptions{}); err != nil {
 		t.Errorf("the foreign ConfigMap after rollback: %v", err)
 	}
-	if exists(t, dyn(t), "notours", "Lease/cnf-lease", "") {
+	if exists(t, dyn(t), "notours", "Lease/curry-lease", "") {
 		t.Errorf("the Lease the VNFM created survived the rollback")
 	}
 }
@@ -363,5 +373,5 @@ func TestCrashAtEveryCheckpoint(t *testing.T) {
 }
 
 var corev1ConfigMap = func() corev1.ConfigMap {
-	return corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cnf-config"}, Data: map[string]string{"owner": "someone else"}}
+	return corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "curry-test001"}, Data: map[string]string{"owner": "someone else"}}
 }()

@@ -132,7 +132,8 @@ func (p mapPackage) Files(context.Context) ([]string, error) {
 	return out, nil
 }
 
-const testPackage = dirPackage("testdata/cnf")
+// testPackage is Tacker's own CNF test package (helloworld3), unchanged.
+const testPackage = dirPackage("../../../test/testdata/tacker/test_cnf")
 
 // flavour is the flavour of Tacker's helloworld3 "simple": VDU1 (vdu1, one
 // instance), VDU2 (vdu2, 1 to 3 instances, scaled by vdu2_aspect by one
