@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -46,9 +47,14 @@ func toDoc(v any) map[string]any {
 
 func (a *API) instanceDoc(in *store.Instance) map[string]any {
 	doc := toDoc(in.VnfInstance)
-	p := "/vnflcm/v1/vnf_instances/" + in.ID
+	doc["_links"] = a.instanceLinks(in.ID, in.InstantiationState)
+	return doc
+}
+
+func (a *API) instanceLinks(id, state string) map[string]any {
+	p := "/vnflcm/v1/vnf_instances/" + id
 	links := map[string]any{"self": a.href(p)}
-	if in.InstantiationState == model.Instantiated {
+	if state == model.Instantiated {
 		links["terminate"] = a.href(p + "/terminate")
 		links["scale"] = a.href(p + "/scale")
 		links["heal"] = a.href(p + "/heal")
@@ -56,8 +62,28 @@ func (a *API) instanceDoc(in *store.Instance) map[string]any {
 	} else {
 		links["instantiate"] = a.href(p + "/instantiate")
 	}
-	doc["_links"] = links
-	return doc
+	return links
+}
+
+// withLinks adds _links to a rendered instance document (a JSON object)
+// without decoding it.
+func (a *API) withLinks(doc []byte, id, state string) ([]byte, error) {
+	links, err := json.Marshal(a.instanceLinks(id, state))
+	if err != nil {
+		return nil, err
+	}
+	doc = bytes.TrimRight(doc, " \t\r\n")
+	if len(doc) < 2 || doc[0] != '{' || doc[len(doc)-1] != '}' {
+		return nil, fmt.Errorf("api: the rendered document of VNF instance %s is not a JSON object", id)
+	}
+	out := make([]byte, 0, len(doc)+len(links)+12)
+	out = append(out, doc[:len(doc)-1]...)
+	if len(doc) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"_links":`...)
+	out = append(out, links...)
+	return append(out, '}'), nil
 }
 
 func (a *API) opDoc(op *store.OpOcc, journal []store.JournalEntry) map[string]any {

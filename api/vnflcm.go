@@ -62,14 +62,25 @@ func (a *API) getInstance(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, err)
 		return
 	}
-	in, err := a.svc.GetInstance(r.Context(), chi.URLParam(r, "id"))
+	// The stored document is masked and serialised already (rendered once
+	// per change, store.GetInstanceDoc): only _links are added.
+	d, err := a.svc.GetInstanceDoc(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		a.writeProblem(w, r, err)
 		return
 	}
-	w.Header().Set("ETag", etag(in.Version))
-	w.Header().Set("Last-Modified", in.UpdatedAt.UTC().Format(http.TimeFormat))
-	writeJSON(w, http.StatusOK, a.instanceDoc(in))
+	body, err := a.withLinks(d.Doc, d.ID, d.InstantiationState)
+	if err != nil {
+		a.writeProblem(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("ETag", etag(d.Version))
+	h.Set("Last-Modified", d.UpdatedAt.UTC().Format(http.TimeFormat))
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
 }
 
 func etag(v int64) string { return `"` + strconv.FormatInt(v, 10) + `"` }

@@ -147,6 +147,19 @@ func (s *Service) GetInstance(ctx context.Context, id string) (*store.Instance, 
 	return in, err
 }
 
+// GetInstanceDoc reads an instance's rendered (masked, serialised) document;
+// a malformed id is simply not found.
+func (s *Service) GetInstanceDoc(ctx context.Context, id string) (*store.InstanceDoc, error) {
+	if !validID(id) {
+		return nil, notFoundInstance(id)
+	}
+	d, err := s.st.GetInstanceDoc(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFoundInstance(id)
+	}
+	return d, err
+}
+
 // ListInstances pages through instances.
 func (s *Service) ListInstances(ctx context.Context, p store.Page) ([]*store.Instance, bool, error) {
 	return s.st.ListInstances(ctx, p)

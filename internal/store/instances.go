@@ -44,17 +44,24 @@ func scanInstance(row pgx.Row) (*Instance, error) {
 		return nil, err
 	}
 	in.VnfInstanceName, in.VnfInstanceDescription, in.VnfPkgID = deref(name), deref(desc), deref(pkg)
-	for _, f := range []struct {
-		raw []byte
-		dst any
-	}{{vcp, &in.VnfConfigurableProperties}, {vci, &in.VimConnectionInfo}, {ivi, &in.InstantiatedVnfInfo}, {meta, &in.Metadata}, {ext, &in.Extensions}} {
-		if len(f.raw) > 0 {
-			if err := json.Unmarshal(f.raw, f.dst); err != nil {
-				return nil, fmt.Errorf("store: instance %s: %w", in.ID, err)
+	if err := decodeDocs(&in.VnfInstance, [][]byte{vcp, vci, ivi, meta, ext}); err != nil {
+		return nil, err
+	}
+	return &in, nil
+}
+
+// decodeDocs fills the jsonb attributes of in from their column values, in
+// the order vnf_configurable_properties, vim_connection_info,
+// instantiated_vnf_info, metadata, extensions (nil: NULL).
+func decodeDocs(in *model.VnfInstance, raw [][]byte) error {
+	for i, dst := range []any{&in.VnfConfigurableProperties, &in.VimConnectionInfo, &in.InstantiatedVnfInfo, &in.Metadata, &in.Extensions} {
+		if len(raw[i]) > 0 {
+			if err := json.Unmarshal(raw[i], dst); err != nil {
+				return fmt.Errorf("store: instance %s: %w", in.ID, err)
 			}
 		}
 	}
-	return &in, nil
+	return nil
 }
 
 func deref(s *string) string {
@@ -102,6 +109,13 @@ func (s *Store) CreateInstance(ctx context.Context, in *model.VnfInstance) (*Ins
 	if err != nil {
 		return nil, err
 	}
+	created0 := *in
+	created0.InstantiationState = model.NotInstantiated
+	created0.InstantiatedVnfInfo = nil
+	doc, err := renderRow(&created0, [][]byte{vcp, vci, nil, meta, ext})
+	if err != nil {
+		return nil, err
+	}
 	var created *Instance
 	err = inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// The package must stay ONBOARDED and ENABLED until the instance exists:
@@ -122,10 +136,10 @@ func (s *Store) CreateInstance(ctx context.Context, in *model.VnfInstance) (*Ins
 		var err error
 		created, err = scanInstance(tx.QueryRow(ctx, `INSERT INTO vnf_instances (id, vnf_instance_name, vnf_instance_description, vnfd_id,
 		vnf_pkg_id, vnf_provider, vnf_product_name, vnf_software_version, vnfd_version, instantiation_state,
-		vnf_configurable_properties, vim_connection_info, metadata, extensions)
-		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,'NOT_INSTANTIATED',$10,$11,$12,$13) RETURNING `+instanceCols,
+		vnf_configurable_properties, vim_connection_info, metadata, extensions, rendered_doc, rendered_version, rendered_rev)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,'NOT_INSTANTIATED',$10,$11,$12,$13,$14,1,$15) RETURNING `+instanceCols,
 			in.ID, nullable(in.VnfInstanceName), nullable(in.VnfInstanceDescription), in.VnfdID, nullable(in.VnfPkgID),
-			in.VnfProvider, in.VnfProductName, in.VnfSoftwareVersion, in.VnfdVersion, vcp, vci, meta, ext))
+			in.VnfProvider, in.VnfProductName, in.VnfSoftwareVersion, in.VnfdVersion, vcp, vci, meta, ext, doc, RenderRev()))
 		if err != nil {
 			return err
 		}
@@ -152,13 +166,20 @@ func writeInstance(ctx context.Context, tx pgx.Tx, in *model.VnfInstance) error 
 	if in.InstantiatedVnfInfo == nil {
 		vals[2] = nil
 	}
+	// The document GET serves is rendered here, once per change, for the
+	// version this update makes.
+	doc, err := renderRow(in, vals)
+	if err != nil {
+		return err
+	}
 	tag, err := tx.Exec(ctx, `UPDATE vnf_instances SET vnf_instance_name=$2, vnf_instance_description=$3, vnfd_id=$4,
 		vnf_pkg_id=$5, vnf_provider=$6, vnf_product_name=$7, vnf_software_version=$8, vnfd_version=$9,
 		instantiation_state=$10, vnf_configurable_properties=$11, vim_connection_info=$12,
-		instantiated_vnf_info=$13, metadata=$14, extensions=$15, version=version+1, updated_at=now()
+		instantiated_vnf_info=$13, metadata=$14, extensions=$15, version=version+1, updated_at=now(),
+		rendered_doc=$16, rendered_version=version+1, rendered_rev=$17
 		WHERE id=$1`, in.ID, nullable(in.VnfInstanceName), nullable(in.VnfInstanceDescription), in.VnfdID,
 		nullable(in.VnfPkgID), in.VnfProvider, in.VnfProductName, in.VnfSoftwareVersion, in.VnfdVersion,
-		in.InstantiationState, vals[0], vals[1], vals[2], vals[3], vals[4])
+		in.InstantiationState, vals[0], vals[1], vals[2], vals[3], vals[4], doc, RenderRev())
 	if err != nil {
 		return err
 	}

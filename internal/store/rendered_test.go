@@ -1,0 +1,133 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
+)
+
+// The rendered document GET serves is, at every moment, what rendering the
+// instance as it reads back gives: after create, after the engine's update,
+// after an update that did not render (a key rotation), and after a build
+// with other rules rendered it. Secrets are masked in it, never sealed or
+// plain.
+func TestRenderedInstanceDocFollowsEveryChange(t *testing.T) {
+	ctx := context.Background()
+	st := open(t)
+	b := box(t, secrets.NewKey())
+	id := uuid.NewString()
+	at := store.InstancePlace(id)
+	seal := func(v any, p secrets.Place) any {
+		out, err := b.SealDoc(v, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return anyOf(t, out)
+	}
+	md := seal(map[string]any{"api_token": "tok-md", "tier": "gold", "n": 1.5, "big": 12345678901234}, at.Key("metadata")).(map[string]any)
+	if _, err := st.CreateInstance(ctx, &model.VnfInstance{ID: id, VnfInstanceName: "r", VnfdID: lcmtest.VnfdID, VnfProvider: "p",
+		VnfProductName: "n", VnfSoftwareVersion: "1", VnfdVersion: "1", Metadata: md,
+		VnfConfigurableProperties: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// check: GetInstanceDoc serves what rendering the stored row gives, and
+	// that document is the one stored for this version by this build.
+	check := func(step string, wantVersion int64, want ...string) {
+		t.Helper()
+		d, err := st.GetInstanceDoc(ctx, id)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		in, err := st.GetInstance(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := store.RenderInstance(&in.VnfInstance)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(d.Doc, fresh) {
+			t.Fatalf("%s: served\n%s\nrendering the row gives\n%s", step, d.Doc, fresh)
+		}
+		if d.Version != wantVersion || in.Version != wantVersion || d.InstantiationState != in.InstantiationState || !d.UpdatedAt.Equal(in.UpdatedAt) {
+			t.Fatalf("%s: doc version %d state %s updated %v; row %d %s %v; want version %d", step, d.Version, d.InstantiationState, d.UpdatedAt,
+				in.Version, in.InstantiationState, in.UpdatedAt, wantVersion)
+		}
+		for _, bad := range []string{"enc:v", "tok-md", "pw-vim"} {
+			if strings.Contains(string(d.Doc), bad) {
+				t.Fatalf("%s: served document holds %q: %s", step, bad, d.Doc)
+			}
+		}
+		for _, w := range append(want, `"api_token":"******"`) {
+			if !strings.Contains(string(d.Doc), w) {
+				t.Fatalf("%s: served document lacks %s: %s", step, w, d.Doc)
+			}
+		}
+		var stored []byte
+		var ver int64
+		var rev string
+		if err := st.Pool().QueryRow(ctx, `SELECT rendered_doc, rendered_version, rendered_rev FROM vnf_instances WHERE id=$1`, id).Scan(&stored, &ver, &rev); err != nil {
+			t.Fatalf("%s: no rendered document kept: %v", step, err)
+		}
+		if !bytes.Equal(stored, fresh) || ver != wantVersion || rev != store.RenderRev() {
+			t.Fatalf("%s: kept version %d rev %s: %s", step, ver, rev, stored)
+		}
+	}
+	check("created", 1, `"tier":"gold"`, `"n":1.5`, `"big":12345678901234`)
+
+	// The engine's update renders the document in its transaction.
+	op, err := st.CreateOpOcc(ctx, store.NewOp{ID: uuid.NewString(), VnfInstanceID: id, Operation: model.OpInstantiate, OperationParams: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := uuid.NewString()
+	if c, err := st.Claim(ctx, owner, time.Minute); err != nil || c == nil || c.ID != op.ID {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	in, err := st.GetInstance(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.InstantiationState = model.Instantiated
+	in.InstantiatedVnfInfo = &model.InstantiatedVnfInfo{FlavourID: "simple", VnfState: "STARTED"}
+	in.VimConnectionInfo = []model.VimConnectionInfo{{ID: "vim", VimType: "openstack",
+		AccessInfo: seal(map[string]any{"username": "u", "password": "pw-vim"}, at.Key("vimConnectionInfo").Elem().Key("accessInfo")).(map[string]any)}}
+	if _, err := st.FinishOp(ctx, op.ID, owner, store.Finish{State: model.StateCompleted, Instance: &in.VnfInstance}); err != nil {
+		t.Fatal(err)
+	}
+	var ver int64
+	if err := st.Pool().QueryRow(ctx, `SELECT rendered_version FROM vnf_instances WHERE id=$1`, id).Scan(&ver); err != nil || ver != 2 {
+		t.Fatalf("the engine's update did not render the document: version %d %v", ver, err)
+	}
+	check("instantiated", 2, `"vnfState":"STARTED"`, `"password":"******"`, `"instantiationState":"INSTANTIATED"`)
+
+	// An update that does not render (as a key rotation's) drops the document.
+	if _, err := st.Pool().Exec(ctx, `UPDATE vnf_instances SET metadata = metadata || '{"tier":"bronze"}' WHERE id=$1`, id); err != nil {
+		t.Fatal(err)
+	}
+	var gone bool
+	if err := st.Pool().QueryRow(ctx, `SELECT rendered_doc IS NULL FROM vnf_instances WHERE id=$1`, id).Scan(&gone); err != nil || !gone {
+		t.Fatalf("an update without rendering kept the rendered document (%v)", err)
+	}
+	check("updated without rendering", 2, `"tier":"bronze"`)
+
+	// A document another build rendered (other masking rules) is not served.
+	if _, err := st.Pool().Exec(ctx, `UPDATE vnf_instances SET rendered_doc='{"metadata":{"api_token":"tok-md"}}', rendered_rev='another build' WHERE id=$1`, id); err != nil {
+		t.Fatal(err)
+	}
+	check("rendered by another build", 2, `"tier":"bronze"`)
+
+	if _, err := st.GetInstanceDoc(ctx, uuid.NewString()); err != store.ErrNotFound {
+		t.Fatalf("unknown instance: %v", err)
+	}
+}
