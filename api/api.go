@@ -6,6 +6,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -72,6 +73,9 @@ type API struct {
 	validator                                       *openapi.RequestValidator
 	uploads                                         *uploadLimiter
 	instFields, opFields, opSelectFields, subFields *sol013.Field
+	// instHref is the JSON string of base+"/vnflcm/v1/vnf_instances/"
+	// without its closing quote (withLinks).
+	instHref []byte
 }
 
 // New builds the handler tree.
@@ -110,6 +114,8 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	}
 	a := &API{cfg: cfg, svc: cfg.Service, vims: cfg.Vims, log: cfg.Logger.With("component", "api"),
 		base: strings.TrimRight(cfg.EndpointURL, "/"), validator: v, uploads: newUploadLimiter(cfg.Uploads, cfg.UploadsPerClient)}
+	href, _ := json.Marshal(a.base + "/vnflcm/v1/vnf_instances/") // a string always encodes
+	a.instHref = href[:len(href)-1]
 	if a.instFields, err = schemaFields(doc, "VnfInstance", "_links"); err != nil {
 		return nil, err
 	}

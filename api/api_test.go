@@ -239,6 +239,13 @@ func TestLifecycleOverHTTP(t *testing.T) {
 	if doc["instantiationState"] != "NOT_INSTANTIATED" || doc["_links"].(map[string]any)["instantiate"] == nil {
 		t.Fatalf("new instance: %v", doc)
 	}
+	// The rendered document with its links is what the list renders, for
+	// the id in any spelling.
+	listed := e.expect(e.do("GET", "/vnflcm/v1/vnf_instances?all_fields", ""), 200).list(t)
+	upper := e.expect(e.do("GET", "/vnflcm/v1/vnf_instances/"+strings.ToUpper(id), ""), 200).json(t)
+	if len(listed) != 1 || fmt.Sprint(listed[0]) != fmt.Sprint(doc) || fmt.Sprint(upper) != fmt.Sprint(doc) {
+		t.Fatalf("GET instance:\n%v\nlisted:\n%v\nGET with the id in capitals:\n%v", doc, listed, upper)
+	}
 	r := e.expect(e.do("POST", inst+"/instantiate", instBody), 202)
 	if len(r.body) != 0 {
 		t.Fatalf("202 with a body: %s", r.body)

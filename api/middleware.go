@@ -120,8 +120,12 @@ func (a *API) observe(next http.Handler) http.Handler {
 			m.HTTPRequests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
 			m.HTTPDuration.WithLabelValues(route, r.Method).Observe(d.Seconds())
 		}
+		// Successful reads are counted in the metrics and logged at debug:
+		// at API rates a line per GET costs more than serving it, and
+		// pollers would bury everything else in the log.
 		lvl := a.log.Debug
-		if route != "/healthz" && route != "/readyz" && route != "/metrics" {
+		read := r.Method == http.MethodGet || r.Method == http.MethodHead
+		if route != "/healthz" && route != "/readyz" && route != "/metrics" && (!read || sw.status >= 400) {
 			lvl = a.log.Info
 		}
 		lvl("http", "method", r.Method, "path", r.URL.Path, "route", route, "status", sw.status,

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/sol013"
@@ -65,25 +67,49 @@ func (a *API) instanceLinks(id, state string) map[string]any {
 	return links
 }
 
-// withLinks adds _links to a rendered instance document (a JSON object)
-// without decoding it.
+// withLinks adds _links (as instanceLinks makes them, keys in the order
+// encoding/json gives) to a rendered instance document, a JSON object,
+// without decoding it. id is the instance's uuid as the store reads it.
 func (a *API) withLinks(doc []byte, id, state string) ([]byte, error) {
-	links, err := json.Marshal(a.instanceLinks(id, state))
-	if err != nil {
-		return nil, err
-	}
 	doc = bytes.TrimRight(doc, " \t\r\n")
-	if len(doc) < 2 || doc[0] != '{' || doc[len(doc)-1] != '}' {
+	if len(doc) < 2 || doc[0] != '{' || doc[len(doc)-1] != '}' || !validID(id) {
 		return nil, fmt.Errorf("api: the rendered document of VNF instance %s is not a JSON object", id)
 	}
-	out := make([]byte, 0, len(doc)+len(links)+12)
+	out := make([]byte, 0, len(doc)+6*len(a.instHref)+300)
 	out = append(out, doc[:len(doc)-1]...)
 	if len(doc) > 2 {
 		out = append(out, ',')
 	}
-	out = append(out, `"_links":`...)
-	out = append(out, links...)
-	return append(out, '}'), nil
+	out = append(out, `"_links":{`...)
+	link := func(name, suffix string, last bool) {
+		out = append(out, '"')
+		out = append(out, name...)
+		out = append(out, `":{"href":`...)
+		out = append(out, a.instHref...) // quoted base, no closing quote
+		out = append(out, id...)
+		out = append(out, suffix...)
+		out = append(out, `"}`...)
+		if !last {
+			out = append(out, ',')
+		}
+	}
+	if state == model.Instantiated {
+		link("changeExtConn", "/change_ext_conn", false)
+		link("heal", "/heal", false)
+		link("scale", "/scale", false)
+		link("self", "", false)
+		link("terminate", "/terminate", true)
+	} else {
+		link("instantiate", "/instantiate", false)
+		link("self", "", true)
+	}
+	return append(out, "}}"...), nil
+}
+
+// validID: a uuid in its canonical form, which needs no JSON escaping.
+func validID(id string) bool {
+	u, err := uuid.Parse(id)
+	return err == nil && u.String() == id
 }
 
 func (a *API) opDoc(op *store.OpOcc, journal []store.JournalEntry) map[string]any {

@@ -89,11 +89,11 @@ func renderRow(in *model.VnfInstance, docs [][]byte) ([]byte, error) {
 // written by COPY) is rendered from the row and kept for the next reader,
 // unless a writer holds the row.
 func (s *Store) GetInstanceDoc(ctx context.Context, id string) (*InstanceDoc, error) {
-	d := InstanceDoc{ID: id}
+	var d InstanceDoc
 	rev := RenderRev()
-	err := s.pool.QueryRow(ctx, `SELECT instantiation_state, version, updated_at,
+	err := s.pool.QueryRow(ctx, `SELECT id, instantiation_state, version, updated_at,
 		CASE WHEN rendered_version = version AND rendered_rev = $2 THEN rendered_doc END
-		FROM vnf_instances WHERE id = $1`, id, rev).Scan(&d.InstantiationState, &d.Version, &d.UpdatedAt, &d.Doc)
+		FROM vnf_instances WHERE id = $1`, id, rev).Scan(&d.ID, &d.InstantiationState, &d.Version, &d.UpdatedAt, &d.Doc)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
