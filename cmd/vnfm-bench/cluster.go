@@ -13,8 +13,6 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/mini-vnfm/mini-vnfm/internal/config"
 	"github.com/mini-vnfm/mini-vnfm/internal/k8sstandin"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
@@ -93,41 +91,47 @@ func (b *bench) cluster() error {
 	if err != nil {
 		return err
 	}
-	build, err := stepWall(b.ctx, dbURL, opID, "mgmt.instantiate_end")
+	build, err := splitStep(b.ctx, dbURL, opID, "mgmt.instantiate_end", t)
 	if err != nil {
 		return err
 	}
-	logf("instantiate: %v in all, mgmt.instantiate_end %v", opWall.Round(time.Millisecond), build.Round(time.Millisecond))
+	logf("instantiate: %v in all, mgmt.instantiate_end %v: %s", opWall.Round(time.Millisecond), build.Wall().Round(time.Millisecond), build.note(t))
 	crit := time.Duration(clusterMasters)*t + t
 	status := "" // from the goal
 	if t <= 0 {
 		status = StatusInfo // -step-t 0: the build's own overhead, no ratio
 	}
 	serial := time.Duration(clusterMasters+clusterWorkers) * t
-	note := fmt.Sprintf("mgmt.instantiate_end %.2f s, t = %v; the whole instantiate (POST → COMPLETED, servers created and booted, stand-in installed) took %.2f s",
-		build.Seconds(), t, opWall.Seconds())
 	b.res.add(Figure{ID: "cluster.build_vs_critical_path", Group: "cluster",
-		Title: fmt.Sprintf("cluster build wall ÷ (M·t + t), M=%d masters, W=%d workers, t = %v", clusterMasters, clusterWorkers, t),
-		Value: ratio(build, crit), Goals: []Goal{{Op: "<=", Limit: 1.15}}, Status: status, Note: note})
+		Title: fmt.Sprintf("cluster build wall (VNFM's part) ÷ (M·t + t), M=%d masters, W=%d workers, t = %v", clusterMasters, clusterWorkers, t),
+		Value: ratio(build.VNFM(), crit), Goals: []Goal{{Op: "<=", Limit: 1.15}}, Status: status,
+		Note: fmt.Sprintf("mgmt.instantiate_end: %s; the whole instantiate (POST → COMPLETED, servers created and booted, stand-in installed) took %.2f s",
+			build.note(t), opWall.Seconds())})
+	b.res.add(Figure{ID: "cluster.build_wall_vs_critical_path", Group: "cluster",
+		Title: "  cluster build wall with the test world's time ÷ (M·t + t)",
+		Value: ratio(build.Wall(), crit), Note: fmt.Sprintf("mgmt.instantiate_end %.2f s, of it the test world's %.2f s", build.Wall().Seconds(), build.TestWorld.Seconds())})
+	b.res.add(Figure{ID: "cluster.build_test_world", Group: "cluster", Unit: "s",
+		Title: "  test world's time on the critical path (kubeadm runs beyond t)", Value: ptr(build.TestWorld.Seconds()),
+		Note: fmt.Sprintf("Σ kubeadm run time %.2f s over %d runs", build.KubeadmTotal.Seconds(), len(build.Runs))})
 	b.res.add(Figure{ID: "cluster.build_vs_one_at_a_time", Group: "cluster",
-		Title: "  cluster build wall ÷ (M+W)·t (a one-node-at-a-time build like Tacker's)",
-		Value: ratio(build, serial), Note: fmt.Sprintf("(M+W)·t = %.0f s", serial.Seconds())})
+		Title: "  cluster build wall (VNFM's part) ÷ (M+W)·t (a one-node-at-a-time build like Tacker's)",
+		Value: ratio(build.VNFM(), serial), Note: fmt.Sprintf("(M+W)·t = %.0f s", serial.Seconds())})
 
 	logf("scaling out by %d workers", clusterScaleOut)
 	opID, opWall, err = c.operate(inst.ID, "scale", map[string]any{"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": clusterScaleOut})
 	if err != nil {
 		return err
 	}
-	scale, err := stepWall(b.ctx, dbURL, opID, "mgmt.scale_end")
+	scale, err := splitStep(b.ctx, dbURL, opID, "mgmt.scale_end", t)
 	if err != nil {
 		return err
 	}
-	logf("scale out: %v in all, mgmt.scale_end %v", opWall.Round(time.Millisecond), scale.Round(time.Millisecond))
+	logf("scale out: %v in all, mgmt.scale_end %v: %s", opWall.Round(time.Millisecond), scale.Wall().Round(time.Millisecond), scale.note(t))
 	b.res.add(Figure{ID: "cluster.scale_out_10", Group: "cluster",
-		Title: fmt.Sprintf("scale-out of %d workers ÷ t (mgmt.scale_end)", clusterScaleOut),
-		Value: ratio(scale, t),
-		Note: fmt.Sprintf("mgmt.scale_end %.2f s; the whole scale (POST → COMPLETED) took %.2f s; one at a time would be %d",
-			scale.Seconds(), opWall.Seconds(), clusterScaleOut)})
+		Title: fmt.Sprintf("scale-out of %d workers (mgmt.scale_end, VNFM's part) ÷ t", clusterScaleOut),
+		Value: ratio(scale.VNFM(), t),
+		Note: fmt.Sprintf("mgmt.scale_end: %s; the whole scale (POST → COMPLETED) took %.2f s; one at a time would be %d",
+			scale.note(t), opWall.Seconds(), clusterScaleOut)})
 	return nil
 }
 
@@ -202,23 +206,6 @@ func benchInstantiateBody(netID string) map[string]any {
 		"additionalParams": map[string]any{
 			"node_username": "ubuntu", "node_password": password,
 			"k8s_cluster_installation_param": map[string]any{"vim_name": "bench-cluster", "master_node": master, "worker_node": worker}}}
-}
-
-// stepWall is the time of a step of an op from its journal (start to end of
-// the step row, node "").
-func stepWall(ctx context.Context, dbURL, opID, step string) (time.Duration, error) {
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close(ctx)
-	var start, end time.Time
-	err = conn.QueryRow(ctx, `SELECT start_time, end_time FROM op_journal
-		WHERE op_occ_id=$1 AND step=$2 AND node='' AND end_time IS NOT NULL ORDER BY end_time DESC LIMIT 1`, opID, step).Scan(&start, &end)
-	if err != nil {
-		return 0, fmt.Errorf("journal of %s, step %s: %w", opID, step, err)
-	}
-	return end.Sub(start), nil
 }
 
 // startFullVNFM runs this binary as `vnfm serve` would run: built-in drivers,
@@ -345,7 +332,7 @@ func (c *apiClient) operate(id, task string, body map[string]any) (string, time.
 	}
 	loc := res.Header.Get("Location")
 	opID := loc[strings.LastIndex(loc, "/")+1:]
-	deadline := t0.Add(5 * time.Minute)
+	deadline := t0.Add(15 * time.Minute)
 	for {
 		var op struct {
 			OperationState string
@@ -362,7 +349,7 @@ func (c *apiClient) operate(id, task string, body map[string]any) (string, time.
 			return "", 0, fmt.Errorf("%s %s: %s", task, op.OperationState, e)
 		}
 		if time.Now().After(deadline) {
-			return "", 0, fmt.Errorf("%s still %s after 5 minutes", task, op.OperationState)
+			return "", 0, fmt.Errorf("%s still %s after 15 minutes (a machine this loaded measures nothing useful)", task, op.OperationState)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -106,7 +106,7 @@ func (d *Driver) hasNode(ctx context.Context, m *session, name string) (bool, er
 
 // uploadScript puts the install script on a node (root-owned, 0700).
 func (d *Driver) uploadScript(ctx context.Context, s *session, script []byte) error {
-	if _, err := s.run(ctx, remote.Command("install", "-d", "-m", "0700", remoteDir), d.sudo(remote.RunOpts{})); err != nil {
+	if err := d.stagingDir(ctx, s); err != nil {
 		return err
 	}
 	return s.x.UploadAsRoot(ctx, remoteScript, script, 0o700)
@@ -132,7 +132,7 @@ func (d *Driver) runScript(ctx context.Context, s *session, args []string, env m
 		}
 		return r, fmt.Errorf("install script failed on %s: %w", s.node.Name, err)
 	}
-	if st := r["status"]; st != "installed" && st != "already-installed" {
+	if st := r["status"]; st != "installed" && st != "already-installed" && (st != "prepared" || !slices.Contains(args, "--prepare")) {
 		return r, fmt.Errorf("install script on %s ended without a success status (VNFM_RESULT status=%q)", s.node.Name, st)
 	}
 	return r, nil

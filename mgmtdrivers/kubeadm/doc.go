@@ -92,11 +92,22 @@
 //
 // # Hooks
 //
-// instantiate_end: /etc/hosts on all nodes; the install script on the first
-// master (-m, kubeadm init, its printed join token deleted); then the
-// workers in parallel (worker_parallelism at a time), each with a bootstrap
-// token minted on the master just before its join (kubeadm token create
-// --ttl join_token_ttl) and deleted after it; proxy variables exported with
+// instantiate_end follows the build's critical path (kubeadm init, then the
+// control-plane joins) and runs the rest beside it. Every node is prepared
+// at once (/etc/hosts, the install script uploaded, its --prepare run:
+// proxy settings and packages, and what the node holds: a kubelet.conf or
+// control-plane manifests), the HA load balancer and its VIP are set up,
+// and the install script runs on the first master (-m, kubeadm init, its
+// printed join token deleted) as soon as that master is prepared. Once the
+// init made the join material the workers join in parallel
+// (worker_parallelism at a time, each after its own preparation, beside the
+// control-plane joins of an HA cluster), each with a bootstrap token minted
+// on the master just before its join (kubeadm token create --ttl
+// join_token_ttl) and deleted after it. A node's connection carries at most
+// 8 commands at once (sshd's MaxSessions), the workers' on the first master
+// at most 4, so the control-plane joins keep room there. Each node's
+// checkpoint output has kubeadm's own run time (kubeadmStarted,
+// kubeadmSeconds). Proxy variables are exported with
 // no_proxy extended by loopback, the pod and service CIDRs, the API
 // address, k8s_node_cidr (default the first master's /24) and every node
 // address. Each node is a progress checkpoint (Op.Progress): a retry skips
@@ -120,8 +131,9 @@
 // freeing them); with force the pods left are deleted without eviction. A
 // NotReady node is deleted without a drain. The victims leave /etc/hosts
 // on the other nodes. scale_start also refuses aspects that scale the
-// master VDU. scale_end (SCALE_OUT): /etc/hosts everywhere and the new
-// workers (those not in the cluster) joined in parallel as above; after a
+// master VDU. scale_end (SCALE_OUT): /etc/hosts everywhere, the new
+// workers (those not in the cluster) prepared and joined in parallel as
+// above; after a
 // SCALE_IN it drops the removed servers' pins.
 //
 // heal_start / heal_end with vnfcInstanceId: workers are drained and
@@ -152,13 +164,17 @@
 // a track script probing HAProxy's frontend: a master whose HAProxy stops
 // goes to FAULT and gives the VIP up in about 2 s). Configurations are
 // checked by the daemons before they replace the live ones, and reloaded.
-// Then kubeadm init --control-plane-endpoint <VIP>:<lb_port>
-// --upload-certs on the first master; the other masters join one at a
-// time, each after etcd reports every member healthy, with a certificate
-// key uploaded just before (kubeadm init phase upload-certs; the
-// kubeadm-certs Secret is deleted after the join) and a bootstrap token of
-// its own, until its Node is Ready and its etcd member started and healthy;
-// then the workers join through the VIP; the VIM is https://<VIP>:<lb_port>.
+// kubeadm init --control-plane-endpoint <VIP>:<lb_port> --upload-certs on
+// the first master runs while they are set up (kubeadm needs the VIP only
+// once its API server answers; the step fails when the VIP does not come);
+// HAProxy's etcd frontend is added after the control-plane joins, since the
+// init writes the certificates its checks use. The other masters join one
+// at a time, each after etcd reports every member healthy, with a
+// certificate key uploaded just before (kubeadm init phase upload-certs;
+// the kubeadm-certs Secret is deleted after the join) and a bootstrap token
+// of its own, until its Node is Ready and its etcd member started and
+// healthy; the workers join through the VIP beside them; the VIM is
+// https://<VIP>:<lb_port>.
 // etcd is driven with etcdctl on a master (the host's, else the one in the
 // etcd static pod through kubectl exec).
 //

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -114,6 +115,12 @@ type hook struct {
 	log  *slog.Logger
 	// etcdTLS caches HAProxy's etcd health-check certificates (etcdlb.go).
 	etcdTLS *etcdCheckTLS
+	// lbWithoutEtcd: the load balancer is configured while kubeadm init
+	// writes etcd's certificates; HAProxy gets no etcd frontend yet.
+	lbWithoutEtcd bool
+	// prep is the nodes' preparation running beside the build (nil: each
+	// join checks and uploads itself).
+	prep *preparation
 }
 
 // load finds the nodes of the operation's compute resources with the
@@ -257,8 +264,13 @@ func (d *Driver) InstantiateEnd(ctx context.Context, op *driverapi.Op, p *Params
 	return h.installCluster(ctx)
 }
 
-// installCluster: /etc/hosts on every node, kubeadm init on the first
-// master, the workers joined in parallel, the VIM registered.
+// installCluster builds the cluster along its critical path: kubeadm init
+// on the first master, then (HA) the control-plane joins one at a time.
+// Everything else runs beside it: every node's preparation (prepare.go) and
+// the HA load balancer with its VIP start with the init; the workers join
+// as soon as the init made the join material, beside the control-plane
+// joins; HAProxy's etcd frontend follows the last control-plane join while
+// workers still join. The VIM is registered at the end.
 func (h *hook) installCluster(ctx context.Context) error {
 	if err := h.needTopology(); err != nil {
 		return err
@@ -275,29 +287,37 @@ func (h *hook) installCluster(ctx context.Context) error {
 		return err
 	}
 	defer ss.Close()
-	h.note(ctx, "writing /etc/hosts on %d nodes", len(all))
-	if err := h.d.writeHostsAll(ctx, ss, all, all); err != nil {
-		return err
-	}
-	if t.HA() {
-		if err := h.setupHA(ctx, ss); err != nil {
-			return err
-		}
-	}
+	// Every goroutine below ends before the sessions close.
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	h.note(ctx, "preparing %d nodes (/etc/hosts, install script, packages) beside the first master's kubeadm init", len(all))
+	h.prep = h.prepareNodes(ctx, ss, all, all, script)
+	defer h.prep.finish()
 	master := t.Masters[0]
+	haErr := make(chan error, 1)
+	if t.HA() {
+		// Before the init has made them, etcd's certificates are not read
+		// for HAProxy: the init writes them while the load balancer is
+		// configured. enableEtcdLB adds the etcd frontend afterwards.
+		_, initDone := h.nodeCompleted(master)
+		h.lbWithoutEtcd = !initDone
+		bg.Go(func() { haErr <- h.setupHA(ctx, ss) })
+	} else {
+		haErr <- nil
+	}
 	ms := ss.get(master)
 	var mi *masterInfo
-	if err := h.perNode(ctx, []*Node{master}, 1, "kubeadm init", func(ctx context.Context, n *Node) (any, error) {
+	initErr := h.perNode(ctx, []*Node{master}, 1, "kubeadm init", func(ctx context.Context, n *Node) (any, error) {
 		var err error
 		mi, err = h.initMaster(ctx, ms, script)
 		return mi, err
-	}); err != nil {
+	})
+	if err := errors.Join(initErr, <-haErr); err != nil {
 		return err
 	}
-	if mi == nil && h.op.Progress != nil { // done in an earlier run of this step
-		if raw, ok := h.op.Progress.NodeCompleted(master.Name); ok && len(raw) > 0 {
-			_ = json.Unmarshal(raw, &mi)
-		}
+	h.lbWithoutEtcd = false
+	if raw, ok := h.nodeCompleted(master); mi == nil && ok && len(raw) > 0 { // done in an earlier run of this step
+		_ = json.Unmarshal(raw, &mi)
 	}
 	if mi == nil || mi.CACert == "" || mi.CAHash == "" {
 		pemText, hash, err := h.d.caCert(ctx, ms)
@@ -306,25 +326,44 @@ func (h *hook) installCluster(ctx context.Context) error {
 		}
 		mi = &masterInfo{CACert: pemText, CAHash: hash}
 	}
+	cpErr := make(chan error, 1)
 	if t.HA() {
-		h.note(ctx, "joining %d more masters as control-plane nodes, one at a time", len(t.Masters)-1)
-		if err := h.joinMasters(ctx, ss, ms, t.Masters[1:], script, mi.CAHash, false); err != nil {
-			return err
-		}
-		v, err := h.d.waitEtcdWhole(ctx, ms, t.Masters, etcdHealthWait)
-		if err != nil {
-			return err
-		}
-		h.note(ctx, "etcd: %d members, all healthy", len(v.Members))
-		if err := h.enableEtcdLB(ctx, ss); err != nil {
-			return err
-		}
+		h.note(ctx, "joining %d more masters as control-plane nodes, one at a time, and %d workers beside them, %d at a time", len(t.Masters)-1, len(t.Workers), h.p.WorkerParallelism)
+		bg.Go(func() { cpErr <- h.joinControlPlanes(ctx, ss, ms, script, mi.CAHash) })
+	} else {
+		h.note(ctx, "joining %d workers, %d at a time", len(t.Workers), h.p.WorkerParallelism)
+		cpErr <- nil
 	}
-	h.note(ctx, "joining %d workers, %d at a time", len(t.Workers), h.p.WorkerParallelism)
-	if err := h.joinWorkers(ctx, ss, ms, t.Workers, script, mi.CAHash); err != nil {
+	// The workers' commands on the first master leave room there for the
+	// control-plane joins'.
+	wErr := h.joinWorkers(ctx, ss, ms.shared(maxChannels/2), t.Workers, script, mi.CAHash)
+	if err := errors.Join(<-cpErr, wErr); err != nil {
 		return err
 	}
 	return h.registerVim(ctx, ss, ms, mi.CACert)
+}
+
+// joinControlPlanes joins the masters after the first one at a time, waits
+// for etcd to be whole and puts it behind the VIP.
+func (h *hook) joinControlPlanes(ctx context.Context, ss *sessions, ms *session, script []byte, caHash string) error {
+	t := h.topo
+	if err := h.joinMasters(ctx, ss, ms, t.Masters[1:], script, caHash, false); err != nil {
+		return err
+	}
+	v, err := h.d.waitEtcdWhole(ctx, ms, t.Masters, etcdHealthWait)
+	if err != nil {
+		return err
+	}
+	h.note(ctx, "etcd: %d members, all healthy", len(v.Members))
+	return h.enableEtcdLB(ctx, ss)
+}
+
+// nodeCompleted is Progress.NodeCompleted (false without a progress).
+func (h *hook) nodeCompleted(n *Node) (json.RawMessage, bool) {
+	if h.op.Progress == nil {
+		return nil, false
+	}
+	return h.op.Progress.NodeCompleted(n.Name)
 }
 
 // masterInfo is what the first master's install reports (its checkpoint
@@ -336,11 +375,12 @@ type masterInfo struct {
 	KubernetesVersion string `json:"kubernetesVersion"`
 	CACert            string `json:"caCert"`
 	CAHash            string `json:"caCertHash"`
+	kubeadmTime
 }
 
 func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*masterInfo, error) {
 	n := ms.node
-	if err := h.d.uploadScript(ctx, ms, script); err != nil {
+	if err := h.prepared(ctx, ms, script); err != nil {
 		return nil, err
 	}
 	args := []string{"-m", masterIPs(h.topo.Masters), "-i", h.topo.EndpointIP, "-p", h.p.Master.PodCIDR, "-a", h.p.Master.ClusterCIDR,
@@ -378,7 +418,7 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*mas
 	if r["status"] == "installed" {
 		h.d.deleteAllTokens(ctx, ms)
 	}
-	mi := &masterInfo{Status: r["status"], Role: r["role"], APIEndpoint: r["api_endpoint"], KubernetesVersion: r["kubernetes_version"]}
+	mi := &masterInfo{Status: r["status"], Role: r["role"], APIEndpoint: r["api_endpoint"], KubernetesVersion: r["kubernetes_version"], kubeadmTime: kubeadmTimeOf(r)}
 	if want := h.topo.Endpoint(); mi.APIEndpoint != want {
 		return nil, fmt.Errorf("the install script on %s reports the API endpoint %q, want %s", n.Name, mi.APIEndpoint, want)
 	}
@@ -413,19 +453,28 @@ func (h *hook) joinWorkers(ctx context.Context, ss *sessions, ms *session, worke
 		}
 		ws := ss.get(n)
 		note := h.nodeNote(ctx, n)
-		half, err := ws.run(ctx, "test -e "+kubeletConf+" && echo half-joined || true", h.d.sudo(remote.RunOpts{}))
+		pr, ok, err := h.prep.wait(ctx, n)
 		if err != nil {
 			return nil, err
 		}
-		reset := strings.TrimSpace(half) == "half-joined"
+		if !ok || !pr.Checked {
+			half, err := ws.run(ctx, "test -e "+kubeletConf+" && echo half-joined || true", h.d.sudo(remote.RunOpts{}))
+			if err != nil {
+				return nil, err
+			}
+			pr.KubeletConf = strings.TrimSpace(half) == "half-joined"
+		}
+		reset := pr.KubeletConf
 		if reset {
 			note("resetting a half-joined node (kubelet.conf without a Node object)")
 			if _, err := ws.run(ctx, "kubeadm reset -f", h.d.sudo(remote.RunOpts{})); err != nil {
 				return nil, fmt.Errorf("kubeadm reset on %s: %w", n.Name, err)
 			}
 		}
-		if err := h.d.uploadScript(ctx, ws, script); err != nil {
-			return nil, err
+		if !ok {
+			if err := h.d.uploadScript(ctx, ws, script); err != nil {
+				return nil, err
+			}
 		}
 		tok, err := h.d.mintToken(ctx, ms, h.p.JoinTokenTTL, "mini-VNFM join of "+n.Name+" (op "+h.op.ID+")")
 		if err != nil {
@@ -443,8 +492,25 @@ func (h *hook) joinWorkers(ctx context.Context, ss *sessions, ms *session, worke
 		if err := h.d.waitNode(ctx, ms, n.Name); err != nil {
 			return nil, err
 		}
-		return map[string]any{"status": r["status"], "reset": reset}, nil
+		return joinOutput{Status: r["status"], Role: r["role"], Reset: reset, kubeadmTime: kubeadmTimeOf(r)}, nil
 	})
+}
+
+// joinOutput is a join's checkpoint output.
+type joinOutput struct {
+	Status string `json:"status"`
+	Role   string `json:"role,omitempty"`
+	Reset  bool   `json:"reset"`
+	kubeadmTime
+}
+
+// prepared makes sure a node has the install script: uploaded by its
+// preparation when this hook prepared the node, else now.
+func (h *hook) prepared(ctx context.Context, s *session, script []byte) error {
+	if _, ok, err := h.prep.wait(ctx, s.node); ok || err != nil {
+		return err
+	}
+	return h.d.uploadScript(ctx, s, script)
 }
 
 // registerVim registers the cluster as a Kubernetes VIM (reused by name on
@@ -761,14 +827,18 @@ func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op, p *Params) erro
 		}
 	}
 	h.note(ctx, "writing /etc/hosts on %d nodes", len(all))
-	if err := d.writeHostsAll(ctx, ss, all, all); err != nil {
-		return err
-	}
 	if len(joining) == 0 {
-		return nil
+		return d.writeHostsAll(ctx, ss, all, all)
 	}
 	script, err := h.script(ctx)
 	if err != nil {
+		return err
+	}
+	// The new workers are prepared (/etc/hosts, script, packages) while the
+	// others' /etc/hosts are written.
+	h.prep = h.prepareNodes(ctx, ss, joining, all, script)
+	defer h.prep.finish()
+	if err := d.writeHostsAll(ctx, ss, h.topo.Without(vnfcIDs(joining)...).All(), all); err != nil {
 		return err
 	}
 	_, hash, err := d.caCert(ctx, ms)
@@ -776,7 +846,7 @@ func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op, p *Params) erro
 		return err
 	}
 	h.note(ctx, "joining %s, %d at a time", strings.Join(sortedNames(joining), ", "), h.p.WorkerParallelism)
-	return h.joinWorkers(ctx, ss, ms, joining, script, hash)
+	return h.joinWorkers(ctx, ss, ms.shared(maxChannels/2), joining, script, hash)
 }
 
 func addedVnfcs(op *driverapi.Op) map[string]bool {

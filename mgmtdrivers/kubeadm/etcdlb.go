@@ -89,7 +89,7 @@ func parseEtcdCheckTLS(out string) (*etcdCheckTLS, error) {
 // masters (or load balancers), once per hook. Nil without an etcd frontend
 // (ha.etcd_lb_port 0) or before kubeadm made the certificates.
 func (h *hook) etcdCheckTLS(ctx context.Context, ss *sessions) (*etcdCheckTLS, error) {
-	if h.p.HA.EtcdLBPort == 0 {
+	if h.p.HA.EtcdLBPort == 0 || h.lbWithoutEtcd {
 		return nil, nil
 	}
 	if h.etcdTLS != nil {

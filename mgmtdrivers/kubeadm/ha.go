@@ -184,15 +184,19 @@ func (h *hook) configureLB(ctx context.Context, ss *sessions, targets, backends,
 			return fmt.Errorf("no connection to %s", n.Name)
 		}
 		var r lbResult
-		if err := h.d.uploadStaged(ctx, s, stagedHAProxy, hcfg, 0o600); err != nil {
+		// The staging directory once, then one upload per file.
+		if err := h.d.stagingDir(ctx, s); err != nil {
+			return err
+		}
+		if err := s.x.UploadAsRoot(ctx, stagedHAProxy, []byte(hcfg), 0o600); err != nil {
 			return err
 		}
 		e, eport := "0", "0"
 		if etls != nil {
-			if err := h.d.uploadStaged(ctx, s, stagedEtcdCA, etls.CA, 0o600); err != nil {
+			if err := s.x.UploadAsRoot(ctx, stagedEtcdCA, []byte(etls.CA), 0o600); err != nil {
 				return err
 			}
-			if err := h.d.uploadStaged(ctx, s, stagedEtcdCert, etls.ClientPEM, 0o600); err != nil {
+			if err := s.x.UploadAsRoot(ctx, stagedEtcdCert, []byte(etls.ClientPEM), 0o600); err != nil {
 				return err
 			}
 			e, eport = "1", strconv.Itoa(h.p.HA.EtcdLBPort)
@@ -211,10 +215,10 @@ func (h *hook) configureLB(ctx context.Context, ss *sessions, targets, backends,
 			kcfg := keepalivedConfig(vrrpConfig{ClusterID: h.op.Instance.ID, VRID: h.p.vrid(h.op.Instance.ID), VIP: vip, Secret: secret,
 				AdvertInt: h.p.HA.AdvertInt, LBPort: h.p.HA.LBPort, Peers: peers},
 				vrrpNode{Name: n.Name, IP: n.IP, Interface: iface, Priority: r.Priority, Master: idx == 0})
-			if err := h.d.uploadStaged(ctx, s, stagedKeepalived, kcfg, 0o600); err != nil {
+			if err := s.x.UploadAsRoot(ctx, stagedKeepalived, []byte(kcfg), 0o600); err != nil {
 				return err
 			}
-			if err := h.d.uploadStaged(ctx, s, stagedLBCheck, lbCheckScript(h.p.HA.LBPort), 0o700); err != nil {
+			if err := s.x.UploadAsRoot(ctx, stagedLBCheck, []byte(lbCheckScript(h.p.HA.LBPort)), 0o700); err != nil {
 				return err
 			}
 		}
@@ -263,10 +267,17 @@ func indexOf(ns []*Node, n *Node) int {
 }
 
 func (d *Driver) uploadStaged(ctx context.Context, s *session, path, content string, mode fs.FileMode) error {
-	if _, err := s.run(ctx, remote.Command("install", "-d", "-m", "0700", remoteDir), d.sudo(remote.RunOpts{})); err != nil {
+	if err := d.stagingDir(ctx, s); err != nil {
 		return err
 	}
 	return s.x.UploadAsRoot(ctx, path, []byte(content), mode)
+}
+
+// stagingDir makes the driver's directory on a node (root's only: staged
+// files hold secrets).
+func (d *Driver) stagingDir(ctx context.Context, s *session) error {
+	_, err := s.run(ctx, remote.Command("install", "-d", "-m", "0700", remoteDir), d.sudo(remote.RunOpts{}))
+	return err
 }
 
 // vipHolders lists the reachable masters holding the VIP.

@@ -197,18 +197,25 @@ func (h *hook) joinControlPlane(ctx context.Context, ss *sessions, ms *session, 
 			return nil, err
 		}
 	}
-	half, err := s.run(ctx, "test -e "+kubeletConf+" -o -e /etc/kubernetes/manifests/etcd.yaml && echo half-joined || true", h.d.sudo(remote.RunOpts{}))
+	pr, ok, err := h.prep.wait(ctx, n)
 	if err != nil {
 		return nil, err
 	}
-	reset := strings.TrimSpace(half) == "half-joined"
+	reset := pr.KubeletConf || pr.ControlPlane
+	if !ok || !pr.Checked {
+		half, err := s.run(ctx, "test -e "+kubeletConf+" -o -e /etc/kubernetes/manifests/etcd.yaml && echo half-joined || true", h.d.sudo(remote.RunOpts{}))
+		if err != nil {
+			return nil, err
+		}
+		reset = strings.TrimSpace(half) == "half-joined"
+	}
 	if reset {
 		note("resetting a half-joined control-plane node")
 		if _, err := s.run(ctx, "kubeadm reset -f", h.d.sudo(remote.RunOpts{})); err != nil {
 			return nil, fmt.Errorf("kubeadm reset on %s: %w", n.Name, err)
 		}
 	}
-	if err := h.d.uploadScript(ctx, s, script); err != nil {
+	if err := h.prepared(ctx, s, script); err != nil {
 		return nil, err
 	}
 	note("uploading the control-plane certificates with a fresh certificate key")
@@ -257,7 +264,7 @@ func (h *hook) joinControlPlane(ctx context.Context, ss *sessions, ms *session, 
 			return nil, err
 		}
 	}
-	return map[string]any{"status": r["status"], "role": r["role"], "reset": reset}, nil
+	return joinOutput{Status: r["status"], Role: r["role"], Reset: reset, kubeadmTime: kubeadmTimeOf(r)}, nil
 }
 
 // waitNodeReady waits until the node is registered and Ready.

@@ -196,6 +196,14 @@ func TestInstantiateOnHostsWithKeysAndProxy(t *testing.T) {
 	if out := string(prog.out["masternode-m1"]); !strings.Contains(out, `"kubernetesVersion":"v1.31.4"`) || !strings.Contains(out, `"apiEndpoint":"https://`+m1.IP.String()+`:6443"`) {
 		t.Errorf("master output %s", out)
 	}
+	// Each node's checkpoint says how long kubeadm itself ran (make bench
+	// tells the VNFM's time from the test world's by it).
+	for _, n := range []string{"masternode-m1", "workernode-w1", "workernode-w2"} {
+		var k kubeadmTime
+		if err := json.Unmarshal(prog.out[n], &k); err != nil || k.Seconds <= 0 || time.Since(time.Unix(int64(k.Started), 0)) > time.Hour {
+			t.Errorf("node %s: kubeadm time %+v in %s (%v)", n, k, prog.out[n], err)
+		}
+	}
 	// The password reached sudo and ssh as data.
 	if out, _ := m1.Exec(ctx, "sh", "-c", "ls /tmp/pwned 2>&1 || true"); !strings.Contains(out, "No such file") {
 		t.Errorf("the password was run as shell: %s", out)

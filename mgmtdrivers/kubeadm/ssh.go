@@ -2,9 +2,11 @@ package kubeadm
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
@@ -14,15 +16,93 @@ import (
 // session is a verified connection to one node.
 type session struct {
 	node *Node
-	x    *remote.Session
+	x    *nodeConn
 	log  *slog.Logger
+}
+
+// maxChannels bounds the commands running at once on one node's
+// connection. sshd refuses sessions beyond its MaxSessions (OpenSSH's
+// default: 10) on a connection, and remote.Session answers a refused
+// session by reconnecting, which ends the commands still running on the old
+// connection: a build's 10 worker joins minting their tokens on the first
+// master while a control-plane join runs there did exactly that.
+const maxChannels = 8
+
+// nodeConn is a node's connection with at most maxChannels commands or
+// uploads at once; more wait for a slot.
+type nodeConn struct {
+	*remote.Session
+	slots chan struct{}
+	// share, when set, bounds the commands of one user of the connection
+	// below maxChannels (see session.shared).
+	share chan struct{}
+}
+
+func newNodeConn(x *remote.Session) *nodeConn {
+	return &nodeConn{Session: x, slots: make(chan struct{}, maxChannels)}
+}
+
+func (c *nodeConn) acquire(ctx context.Context) (release func(), err error) {
+	if c.share != nil {
+		select {
+		case c.share <- struct{}{}:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	select {
+	case c.slots <- struct{}{}:
+		return func() {
+			<-c.slots
+			if c.share != nil {
+				<-c.share
+			}
+		}, nil
+	case <-ctx.Done():
+		if c.share != nil {
+			<-c.share
+		}
+		return nil, context.Cause(ctx)
+	}
+}
+
+// Run is remote.Session.Run in a slot.
+func (c *nodeConn) Run(ctx context.Context, cmd string, o remote.RunOpts) (remote.Result, error) {
+	release, err := c.acquire(ctx)
+	if err != nil {
+		return remote.Result{}, err
+	}
+	defer release()
+	return c.Session.Run(ctx, cmd, o)
+}
+
+// UploadAsRoot is remote.Session.UploadAsRoot in a slot.
+func (c *nodeConn) UploadAsRoot(ctx context.Context, path string, data []byte, mode fs.FileMode) error {
+	release, err := c.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return c.Session.UploadAsRoot(ctx, path, data, mode)
+}
+
+// shared is the session for a crowd of commands that must leave room on
+// the connection for others: at most n of its commands run at once (the
+// workers' token and node checks on the first master leave slots to the
+// control-plane joins, the critical path).
+func (s *session) shared(n int) *session {
+	c := *s.x
+	c.share = make(chan struct{}, n)
+	return &session{node: s.node, x: &c, log: s.log}
 }
 
 // sessions holds the connections of one hook by VNFC id; Close closes them
 // all.
 type sessions struct {
 	*kube.Sessions
-	log *slog.Logger
+	log   *slog.Logger
+	mu    sync.Mutex
+	conns map[*remote.Session]*nodeConn
 }
 
 func (s *sessions) get(n *Node) *session {
@@ -30,7 +110,17 @@ func (s *sessions) get(n *Node) *session {
 	if x == nil {
 		return nil
 	}
-	return &session{node: n, x: x, log: s.log.With("node", n.Name)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.conns[x]
+	if c == nil {
+		if s.conns == nil {
+			s.conns = map[*remote.Session]*nodeConn{}
+		}
+		c = newNodeConn(x)
+		s.conns[x] = c
+	}
+	return &session{node: n, x: c, log: s.log.With("node", n.Name)}
 }
 
 func (s *sessions) merge(o *sessions) { s.Merge(o.Sessions) }

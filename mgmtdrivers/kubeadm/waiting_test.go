@@ -56,7 +56,7 @@ func TestAPIWaitIsInTheProgress(t *testing.T) {
 	x := kubectlHost(t, unreachable)
 	pr := &notes{fakeProgress: newProgress()}
 	h := &hook{d: &Driver{}, op: &driverapi.Op{Progress: pr}, log: slog.New(slog.DiscardHandler)}
-	ms := &session{node: &Node{Name: "m1", SSHAddr: "10.0.0.1"}, x: x, log: h.log}
+	ms := &session{node: &Node{Name: "m1", SSHAddr: "10.0.0.1"}, x: newNodeConn(x), log: h.log}
 	nodes, err := h.clusterNodes(context.Background(), ms)
 	if err != nil || !nodes["m1"].Ready {
 		t.Fatalf("nodes %v, %v", nodes, err)
@@ -143,7 +143,7 @@ func TestRunKubeRetriesOnlyUnansweredRequests(t *testing.T) {
 	}
 	x := kubectlHost(t, handler)
 	d := &Driver{}
-	ms := &session{node: &Node{Name: "m1", SSHAddr: "10.0.0.1"}, x: x, log: slog.New(slog.DiscardHandler)}
+	ms := &session{node: &Node{Name: "m1", SSHAddr: "10.0.0.1"}, x: newNodeConn(x), log: slog.New(slog.DiscardHandler)}
 	out, err := d.runKube(context.Background(), ms, kubectl("cordon", "m2"), d.sudo(remote.RunOpts{}))
 	if err != nil || !strings.Contains(out, "cordoned") || cordons.Load() != 3 {
 		t.Errorf("cordon: %q, %v after %d attempts; want success on the third", out, err, cordons.Load())

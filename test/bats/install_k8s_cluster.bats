@@ -333,6 +333,44 @@ result() { grep -E "^VNFM_RESULT $1=" <<<"$output" | head -1 | cut -d= -f2-; }
 	refute_log "kubeadm join"
 }
 
+@test "kubeadm's own time is reported after an init or a join, not when nothing ran" {
+	run bash "$SCRIPT" -m 10.0.0.11 -i 10.0.0.11
+	[ "$status" -eq 0 ]
+	[[ $(result kubeadm_started) =~ ^[0-9]{10}\.[0-9]+$ ]]
+	[[ $(result kubeadm_seconds) =~ ^[0-9]+\.[0-9]{3}$ ]]
+	run bash "$SCRIPT" -m 10.0.0.11 -i 10.0.0.11
+	[ "$(result status)" = already-installed ]
+	[ -z "$(result kubeadm_seconds)" ]
+	STUB_IPS=10.0.0.21 run bash "$SCRIPT" -w 10.0.0.21 -i 10.0.0.11 -t "$TOKEN" -s "$HASH"
+	[ "$(result status)" = installed ]
+	[[ $(result kubeadm_seconds) =~ ^[0-9]+\.[0-9]{3}$ ]]
+}
+
+@test "--prepare: packages only, no kubeadm, what the node holds; joins need no credentials" {
+	run bash "$SCRIPT" --prepare -w 10.0.0.21 -i 10.0.0.11
+	[ "$status" -eq 0 ]
+	[ "$(result status)" = prepared ]
+	[ "$(result kubelet_conf)" = absent ]
+	[ "$(result control_plane)" = absent ]
+	[[ $output == *"Prepare Success!"* ]]
+	refute_log "^kubeadm"
+	mkdir -p "$K8S_INSTALL_ROOT/etc/kubernetes/manifests"
+	touch "$K8S_INSTALL_ROOT/etc/kubernetes/kubelet.conf" "$K8S_INSTALL_ROOT/etc/kubernetes/manifests/etcd.yaml"
+	run bash "$SCRIPT" --prepare -m 10.0.0.11,10.0.0.12 -i 10.0.0.80 --control-plane-join --node-ip 10.0.0.12
+	[ "$status" -eq 0 ]
+	[ "$(result kubelet_conf)" = present ]
+	[ "$(result control_plane)" = present ]
+	refute_log "^kubeadm"
+	# a real node gets its packages
+	rm -f "$K8S_STANDIN_MARKER"
+	printf 'ID=ubuntu\nVERSION_ID="22.04"\nVERSION_CODENAME=jammy\n' >"$BATS_TEST_TMPDIR/os-release"
+	K8S_INSTALL_OS_RELEASE="$BATS_TEST_TMPDIR/os-release" run bash "$SCRIPT" --prepare -w 10.0.0.21 -i 10.0.0.11
+	[ "$status" -eq 0 ]
+	[ "$(result standin)" = false ]
+	grep -q "sudo -n -E apt-get install -y -q kubelet=1.31.4-1.1 kubeadm=1.31.4-1.1 kubectl=1.31.4-1.1" "$STUB_LOG"
+	refute_log "^kubeadm"
+}
+
 @test "a half-joined worker is reset and joined again" {
 	mkdir -p "$K8S_INSTALL_ROOT/etc/kubernetes/pki"
 	touch "$K8S_INSTALL_ROOT/etc/kubernetes/pki/ca.crt"

@@ -344,7 +344,7 @@ func testKubeadmHAClusterLifecycle(t *testing.T, realHeat bool) {
 	inst := e.createInstance()
 
 	// (1) Instantiate: 3 masters (serial control-plane joins) and 2 workers
-	// through the VIP.
+	// (beside them) through the VIP.
 	t0 := time.Now()
 	op := e.lcmLong(inst, "instantiate", e.haInstantiateBody(), "COMPLETED")
 	t.Logf("instantiate of 3 masters + 2 workers: %v", time.Since(t0).Round(100*time.Millisecond))
@@ -370,6 +370,23 @@ func testKubeadmHAClusterLifecycle(t *testing.T, realHeat bool) {
 	})
 	if cp[0]["name"] != nodeNameOf(masters[1]) || !parseTime(t, cp[1]["startTime"]).After(parseTime(t, cp[0]["endTime"])) {
 		t.Errorf("control-plane joins overlapped or ran out of order: %v", cp)
+	}
+	// The workers did not wait for the control plane to be whole: they
+	// joined beside the control-plane joins, once the init was done.
+	workerJoins := 0
+	for _, w := range workersOf(vs) {
+		for _, j := range joins {
+			if j["name"] != nodeNameOf(w) {
+				continue
+			}
+			workerJoins++
+			if !parseTime(t, j["startTime"]).Before(parseTime(t, cp[1]["endTime"])) {
+				t.Errorf("worker %s joined only after the last control-plane join ended: %v", j["name"], joins)
+			}
+		}
+	}
+	if workerJoins != 2 {
+		t.Errorf("worker join progress %v", joins)
 	}
 	// The VIM is the VIP and lists all 5 nodes.
 	vc := e.k8sVim(inst)

@@ -35,6 +35,10 @@
 #                          environment variables http_proxy, https_proxy, no_proxy)
 #   --token-ttl DURATION   TTL of the join token printed by the main master (default 1h)
 #   --skip-cni             do not apply the CNI manifest
+#   --prepare              only prepare the node (proxy settings, packages) and
+#                          report what is there already; no kubeadm, so it can
+#                          run on every node at once before the first master
+#                          is up (joins need no -t -s -k then)
 #   --cni NAME             the pod network: calico (default) or kuryr
 #                          (Kuryr-Kubernetes: pods and Services on Neutron
 #                          ports and Octavia load balancers; main master only)
@@ -54,11 +58,16 @@
 #
 # Output: human-readable progress, then machine-readable lines the driver parses:
 #   VNFM_RESULT key=value
-# keys: status (installed|already-installed|failed), role (main-master|
+# keys: status (installed|already-installed|prepared|failed), role (main-master|
 # control-plane|worker), node_name, node_ip, standin (true|false),
-# kubernetes_version, cni; on the main master also api_endpoint (https://host:port),
-# join_token, ca_cert_hash, ca_cert_b64 (base64 of ca.crt on one line) and, for
-# HA, certificate_key; on failure also error. Exit status is 0 only on success.
+# kubernetes_version, cni; after a kubeadm init or join also kubeadm_started
+# (Unix time) and kubeadm_seconds (how long kubeadm itself ran, the rest is
+# this script's and the driver's); on the main master also api_endpoint
+# (https://host:port), join_token, ca_cert_hash, ca_cert_b64 (base64 of ca.crt
+# on one line) and, for HA, certificate_key; with --prepare, kubelet_conf
+# (present|absent: the node holds a kubelet.conf, it joined or began to) and
+# control_plane (present|absent: static pod manifests of a control plane);
+# on failure also error. Exit status is 0 only on success.
 set -euo pipefail
 
 # Pinned versions.
@@ -85,6 +94,7 @@ PROG=install_k8s_cluster.sh
 MASTERS="" WORKER="" ENDPOINT="" POD_CIDR="192.168.0.0/16" SVC_CIDR="10.96.0.0/12"
 TOKEN="" CA_HASH="" CERT_KEY="" API_PORT="" NODE_NAME="" NODE_IP="" CP_JOIN=0
 TOKEN_TTL="1h" SKIP_CNI=0 LOGFILE="" STANDIN=0 ROLE="" ETCD_SANS="" CNI=calico KURYR_CONFIG=""
+PREPARE=0 KUBEADM_STARTED="" KUBEADM_SECONDS=""
 MASTER_IPS=()
 HTTP_PROXY_V="${http_proxy:-${HTTP_PROXY:-}}"
 HTTPS_PROXY_V="${https_proxy:-${HTTPS_PROXY:-}}"
@@ -134,6 +144,7 @@ parse_args() {
 		--no-proxy) need_arg "$@"; NO_PROXY_V=$2; shift 2 ;;
 		--token-ttl) need_arg "$@"; TOKEN_TTL=$2; shift 2 ;;
 		--skip-cni) SKIP_CNI=1; shift ;;
+		--prepare) PREPARE=1; shift ;;
 		--etcd-cert-sans) need_arg "$@"; ETCD_SANS=$2; shift 2 ;;
 		--cni) need_arg "$@"; CNI=$2; shift 2 ;;
 		--kuryr-config) need_arg "$@"; KURYR_CONFIG=$2; shift 2 ;;
@@ -305,6 +316,14 @@ install_packages() {
 }
 
 kubectl_admin() { as_root kubectl --kubeconfig /etc/kubernetes/admin.conf "$@"; }
+
+# kubeadm_began and kubeadm_ended record when kubeadm init/join started and
+# how long it ran (KUBEADM_STARTED, KUBEADM_SECONDS): what of a node's
+# install is kubeadm's own time.
+kubeadm_began() { KUBEADM_STARTED=$(date +%s.%N); }
+kubeadm_ended() {
+	KUBEADM_SECONDS=$(awk -v a="$KUBEADM_STARTED" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
+}
 
 # copy_kubeconfig gives the invoking user (the driver's SSH user) kubectl access.
 copy_kubeconfig() {
@@ -586,7 +605,9 @@ main_master() {
 		# Kuryr serves Services with Octavia load balancers: no kube-proxy.
 		if [[ $CNI == kuryr ]]; then args+=(--skip-phases=addon/kube-proxy); fi
 		log "kubeadm ${args[*]}"
+		kubeadm_began
 		out=$(as_root kubeadm "${args[@]}" 2>&1) || { [[ -z $cfgdir ]] || rm -rf "$cfgdir"; fail "kubeadm init failed: $(tail -n 5 <<<"$out")"; }
+		kubeadm_ended
 		[[ -z $cfgdir ]] || rm -rf "$cfgdir"
 		printf '%s\n' "$out"
 	fi
@@ -626,7 +647,9 @@ join_node() {
 		args+=(--control-plane --certificate-key "$CERT_KEY" --apiserver-advertise-address "$NODE_IP")
 	fi
 	log "kubeadm join $endpoint --node-name $NODE_NAME${CERT_KEY:+ --control-plane}"
+	kubeadm_began
 	out=$(as_root kubeadm "${args[@]}" 2>&1) || fail "kubeadm join failed: $(tail -n 5 <<<"$out")"
+	kubeadm_ended
 	printf '%s\n' "$out"
 	grep -q "This node has joined the cluster" <<<"$out" || fail "kubeadm join did not report success"
 	[[ $ROLE != control-plane ]] || copy_kubeconfig
@@ -642,6 +665,23 @@ results() {
 	result standin "$([[ $STANDIN -eq 1 ]] && echo true || echo false)"
 	result cni "$CNI"
 	result kubernetes_version "$K8S_VERSION"
+	if [[ -n $KUBEADM_SECONDS ]]; then
+		result kubeadm_started "$KUBEADM_STARTED"
+		result kubeadm_seconds "$KUBEADM_SECONDS"
+	fi
+}
+
+# prepare is --prepare: what a node needs before kubeadm (proxy settings,
+# packages), and what it holds already.
+prepare() {
+	log "preparing node ${NODE_NAME:-$(hostname)}: proxy settings and packages, no kubeadm"
+	setup_proxy
+	install_packages
+	echo "Prepare Success!"
+	result status prepared
+	result standin "$([[ $STANDIN -eq 1 ]] && echo true || echo false)"
+	result kubelet_conf "$([[ -f $ETC_K8S/kubelet.conf ]] && echo present || echo absent)"
+	result control_plane "$([[ -e $ETC_K8S/manifests/kube-apiserver.yaml || -e $ETC_K8S/manifests/etcd.yaml ]] && echo present || echo absent)"
 }
 
 main() {
@@ -652,6 +692,10 @@ main() {
 	validate
 	STANDIN=0
 	[[ -f $MARKER ]] && STANDIN=1
+	if [[ $PREPARE -eq 1 ]]; then
+		prepare
+		return 0
+	fi
 	decide_role
 	log "role $ROLE, node $NODE_NAME ($NODE_IP), endpoint $ENDPOINT:$API_PORT, stand-in $STANDIN"
 	setup_proxy
