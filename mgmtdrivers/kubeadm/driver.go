@@ -291,9 +291,9 @@ func (h *hook) installCluster(ctx context.Context) error {
 	var bg sync.WaitGroup
 	defer bg.Wait()
 	h.note(ctx, "preparing %d nodes (/etc/hosts, install script, packages) beside the first master's kubeadm init", len(all))
-	h.prep = h.prepareNodes(ctx, ss, all, all, script)
-	defer h.prep.finish()
 	master := t.Masters[0]
+	h.prep = h.prepareNodes(ctx, ss, all, all, script, master)
+	defer h.prep.finish()
 	haErr := make(chan error, 1)
 	if t.HA() {
 		// Before the init has made them, etcd's certificates are not read

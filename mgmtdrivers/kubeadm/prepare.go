@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -41,15 +42,17 @@ type preparation struct {
 }
 
 // prepareNodes starts the preparation of nodes (at most 16 at a time);
-// listed are the nodes /etc/hosts names.
-func (h *hook) prepareNodes(ctx context.Context, ss *sessions, nodes, listed []*Node, script []byte) *preparation {
+// listed are the nodes /etc/hosts names. The nodes in lean get /etc/hosts
+// and the script only: the first master, whose kubeadm init waits for its
+// preparation, runs the script's preparation as part of the init anyway.
+func (h *hook) prepareNodes(ctx context.Context, ss *sessions, nodes, listed []*Node, script []byte, lean ...*Node) *preparation {
 	p := &preparation{done: map[string]chan struct{}{}, res: map[string]nodePrep{}, errs: map[string]error{}}
 	for _, n := range nodes {
 		p.done[n.VnfcID] = make(chan struct{})
 	}
 	p.all.Go(func() {
 		remote.ForEach(ctx, nodes, 16, func(ctx context.Context, n *Node) error {
-			r, err := h.prepareNode(ctx, ss, n, listed, script)
+			r, err := h.prepareNode(ctx, ss, n, listed, script, slices.Contains(lean, n))
 			p.mu.Lock()
 			p.res[n.VnfcID], p.errs[n.VnfcID] = r, err
 			p.mu.Unlock()
@@ -98,9 +101,10 @@ func (p *preparation) finish() {
 	}
 }
 
-// prepareNode writes /etc/hosts, uploads the install script and runs its
-// --prepare (an older script in a package without it: nothing more).
-func (h *hook) prepareNode(ctx context.Context, ss *sessions, n *Node, listed []*Node, script []byte) (nodePrep, error) {
+// prepareNode writes /etc/hosts, uploads the install script and, unless
+// lean, runs its --prepare (an older script in a package without it:
+// nothing more).
+func (h *hook) prepareNode(ctx context.Context, ss *sessions, n *Node, listed []*Node, script []byte, lean bool) (nodePrep, error) {
 	s := ss.get(n)
 	if s == nil {
 		return nodePrep{}, fmt.Errorf("no connection to %s", n.Name)
@@ -111,7 +115,7 @@ func (h *hook) prepareNode(ctx context.Context, ss *sessions, n *Node, listed []
 	if err := h.d.uploadScript(ctx, s, script); err != nil {
 		return nodePrep{}, fmt.Errorf("uploading the install script to %s: %w", n.Name, err)
 	}
-	if !bytes.Contains(script, []byte("--prepare")) {
+	if lean || !bytes.Contains(script, []byte("--prepare")) {
 		return nodePrep{}, nil
 	}
 	args := []string{"--prepare", "-i", h.topo.EndpointIP, "--api-port", strconv.Itoa(h.topo.EndpointPort), "--node-name", n.Name, "--node-ip", n.IP}
