@@ -193,20 +193,18 @@ func (d *Driver) deleteToken(ctx context.Context, m *session, token string) {
 	}
 }
 
+// deleteAllTokensScript deletes every bootstrap token in one session: the
+// tokens never leave the node (kubeadm token delete prints only their ids).
+const deleteAllTokensScript = `set -eu
+list=$(kubeadm token list --kubeconfig ` + adminConf + `)
+toks=$(printf '%s\n' "$list" | awk 'NR > 1 && $1 ~ /^[a-z0-9]+\.[a-z0-9]+$/ { print $1 }')
+for t in $toks; do kubeadm token delete --kubeconfig ` + adminConf + ` "${t%%.*}"; done`
+
 // deleteAllTokens removes every bootstrap token (right after kubeadm init:
-// its default 24 h token), best effort.
+// its default 24 h token and the install script's), best effort.
 func (d *Driver) deleteAllTokens(ctx context.Context, m *session) {
-	res, err := m.x.Run(ctx, remote.Command("kubeadm", "token", "list", "--kubeconfig", adminConf), d.sudo(remote.RunOpts{}))
-	if err != nil {
-		m.log.Warn("could not list the bootstrap tokens", "err", err)
-		return
-	}
-	for _, l := range strings.Split(res.Stdout, "\n") {
-		f := strings.Fields(l)
-		if len(f) > 0 && tokenRE.MatchString(f[0]) {
-			m.x.AddSecrets(f[0])
-			d.deleteToken(ctx, m, f[0])
-		}
+	if _, err := m.x.Run(ctx, remote.Command("sh", "-c", deleteAllTokensScript), d.sudo(remote.RunOpts{})); err != nil {
+		m.log.Warn("could not delete the bootstrap tokens kubeadm init made; they expire on their own", "err", err)
 	}
 }
 

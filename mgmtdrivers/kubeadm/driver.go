@@ -411,12 +411,14 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*mas
 		// Superseded: every control-plane join gets a key of its own.
 		ms.x.AddSecrets(key)
 	}
-	if tok := r["join_token"]; tok != "" {
+	tok := r["join_token"]
+	if tok != "" {
 		ms.x.AddSecrets(tok)
-		h.d.deleteToken(ctx, ms, tok)
 	}
 	if r["status"] == "installed" {
-		h.d.deleteAllTokens(ctx, ms)
+		h.d.deleteAllTokens(ctx, ms) // the script's among them
+	} else if tok != "" {
+		h.d.deleteToken(ctx, ms, tok)
 	}
 	mi := &masterInfo{Status: r["status"], Role: r["role"], APIEndpoint: r["api_endpoint"], KubernetesVersion: r["kubernetes_version"], kubeadmTime: kubeadmTimeOf(r)}
 	if want := h.topo.Endpoint(); mi.APIEndpoint != want {
