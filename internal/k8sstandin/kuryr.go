@@ -30,7 +30,8 @@ import (
 //     port on [neutron_defaults] pod_subnet with pod_security_groups, named
 //     <namespace>/<pod>; the pod is annotated openstack.org/kuryr-vif with
 //     the port (id, address, MAC, subnet) and its status.podIP set to the
-//     port's address, as Kuryr's CNI would configure it. A pod's port goes
+//     port's address, as Kuryr's CNI would configure it (replacing the
+//     address kwok gives it from the node's pod CIDR). A pod's port goes
 //     with the pod.
 //   - Services of type LoadBalancer: an Octavia load balancer named
 //     <namespace>/<service> on service_subnet, a listener and a pool per
@@ -218,10 +219,11 @@ func (k *kuryrController) syncPods(ctx context.Context, pods []Obj) error {
 		ns, name := getStr(pod, "metadata", "namespace"), getStr(pod, "metadata", "name")
 		key := ns + "/" + name
 		live[key] = true
-		if getStr(pod, "metadata", "annotations", kuryrVifAnnotation) != "" {
+		p, ok := byName[key]
+		if getStr(pod, "metadata", "annotations", kuryrVifAnnotation) != "" &&
+			(!ok || len(p.FixedIPs) == 0 || getStr(pod, "status", "podIP") == p.FixedIPs[0].IPAddress) {
 			continue
 		}
-		p, ok := byName[key]
 		if !ok {
 			sgs := k.podSGs
 			created, err := ports.Create(ctx, k.net, ports.CreateOpts{NetworkID: k.podNetwork, Name: key, DeviceOwner: kuryrDeviceOwner, DeviceID: getStr(pod, "metadata", "uid"),
@@ -247,7 +249,11 @@ func (k *kuryrController) syncPods(ctx context.Context, pods []Obj) error {
 			errs = append(errs, fmt.Errorf("pod %s: annotating: %w", key, err))
 			continue
 		}
-		if getStr(pod, "status", "podIP") == "" {
+		// The pod's address is its port's, as Kuryr's CNI configures it;
+		// kwok (the stand-in kubelet's pod status) may have given it one
+		// from the node's pod CIDR first, and would give it again before
+		// the pod is ready, so this is checked on every pass.
+		if getStr(pod, "status", "podIP") != p.FixedIPs[0].IPAddress {
 			st := Obj{"status": Obj{"podIP": p.FixedIPs[0].IPAddress, "podIPs": []any{Obj{"ip": p.FixedIPs[0].IPAddress}}}}
 			if err := k.k8s.DoCT(ctx, "PATCH", objPath(resPods, ns, name)+"/status", "application/merge-patch+json", st, nil); err != nil {
 				errs = append(errs, fmt.Errorf("pod %s: setting podIP: %w", key, err))

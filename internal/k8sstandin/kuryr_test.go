@@ -114,6 +114,12 @@ func TestKuryrControllerStandIn(t *testing.T) {
 	if _, err := f.admin.Create(ctx, resPods, "default", pod); err != nil {
 		t.Fatal(err)
 	}
+	// kwok, the stand-in kubelet's pod status, gives the pod an address
+	// from the node's pod CIDR before Kuryr's port exists: Kuryr's wins.
+	kwokIP := Obj{"status": Obj{"podIP": "10.244.3.9", "podIPs": []any{Obj{"ip": "10.244.3.9"}}}}
+	if err := f.admin.DoCT(ctx, "PATCH", objPath(resPods, "default", "web-1")+"/status", "application/merge-patch+json", kwokIP, nil); err != nil {
+		t.Fatal(err)
+	}
 	hostPod := Obj{"apiVersion": "v1", "kind": "Pod", "metadata": Obj{"name": "agent", "namespace": "default", "labels": Obj{"app": "web"}},
 		"spec": Obj{"hostNetwork": true, "containers": []any{Obj{"name": "a", "image": "x"}}}}
 	if _, err := f.admin.Create(ctx, resPods, "default", hostPod); err != nil {
@@ -194,6 +200,20 @@ func TestKuryrControllerStandIn(t *testing.T) {
 	}
 	if len(logs) != n {
 		t.Errorf("a second pass acted: %v", logs[n:])
+	}
+	// kwok sets its address again (a pod becoming ready): the next pass
+	// gives the pod its port's address back, the member stays.
+	if err := f.admin.DoCT(ctx, "PATCH", objPath(resPods, "default", "web-1")+"/status", "application/merge-patch+json", kwokIP, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.admin.Get(ctx, resPods, "default", "web-1"); getStr(got, "status", "podIP") != vif.Address {
+		t.Errorf("podIP after kwok set it again: %q, want the port's %s", getStr(got, "status", "podIP"), vif.Address)
+	}
+	if m := members(); len(m) != 1 || m[0].Address != vif.Address {
+		t.Errorf("members after kwok set the pod's address again: %+v", m)
 	}
 
 	// Another cluster sharing the project (its own API server, without

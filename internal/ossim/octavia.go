@@ -829,6 +829,20 @@ func idRefs(ids ...string) []any {
 	return out
 }
 
+// idsOf is the ids of idRefs.
+func idsOf(refs any) []string {
+	var out []string
+	list, _ := refs.([]any)
+	for _, r := range list {
+		if m, _ := r.(map[string]any); m != nil {
+			if id, _ := m["id"].(string); id != "" {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
 // octaviaTime is Octavia's timestamp: UTC without a zone designator.
 func octaviaTime(t time.Time) any {
 	if t.IsZero() {
@@ -1125,6 +1139,12 @@ func (s *Sim) serveOctavia(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		out := []map[string]any{}
 		for _, it := range items {
+			// Octavia filters listeners and pools by their load balancer
+			// (the JSON has it as loadbalancers[].id, not a field).
+			if lbIDs := q["loadbalancer_id"]; len(lbIDs) > 0 && (coll == "listeners" || coll == "pools") &&
+				!slices.ContainsFunc(idsOf(it["loadbalancers"]), func(id string) bool { return slices.Contains(lbIDs, id) }) {
+				continue
+			}
 			if matchNeutronFilters(it, q) {
 				out = append(out, selectFields(it, q["fields"]))
 			}

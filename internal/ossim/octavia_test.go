@@ -243,6 +243,38 @@ func TestOctaviaAPI(t *testing.T) {
 	if lst, err := listeners.Get(ctx, c, l.ID).Extract(); err != nil || lst.DefaultPoolID != pl.ID {
 		t.Errorf("listener default pool: %+v %v", lst, err)
 	}
+	// Listeners and pools are listed per load balancer (loadbalancer_id),
+	// not all of the project's: a second load balancer has its own.
+	other, err := loadbalancers.Create(ctx, c, loadbalancers.CreateOpts{Name: "other", VipSubnetID: net0.ID}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitLB(c, other.ID, "ACTIVE")
+	ol, err := listeners.Create(ctx, c, listeners.CreateOpts{LoadbalancerID: other.ID, Protocol: listeners.ProtocolTCP, ProtocolPort: 80}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitLB(c, other.ID, "ACTIVE")
+	for lbID, want := range map[string]string{lb.ID: l.ID, other.ID: ol.ID} {
+		lp, err := listeners.List(c, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := listeners.ExtractListeners(lp); len(got) != 1 || got[0].ID != want {
+			t.Errorf("the listeners of load balancer %s: %+v, want %s alone", lbID, got, want)
+		}
+	}
+	pp, err := pools.List(c, pools.ListOpts{LoadbalancerID: other.ID}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := pools.ExtractPools(pp); len(got) != 0 {
+		t.Errorf("the pools of load balancer %s (none): %+v", other.ID, got)
+	}
+	if err := loadbalancers.Delete(ctx, c, other.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	e.waitLB(c, other.ID, "GONE")
 	var tree struct {
 		Statuses struct {
 			Loadbalancer struct {
