@@ -363,9 +363,9 @@ func (e *k8sEnv) checkGone(c *cluster, objs []kubeObj, vs []cnfVnfc) {
 // cluster (through the VIM's kubeconfig) and gone after; the Deployment CNF
 // (VNF-B) scales out by one and heals a pod. A scale-in of VNF-A that leaves
 // workers is accepted while VNF-B runs (the victim is drained: none of
-// VNF-B's pods stays on it); terminating VNF-A is 409 naming VNF-B, before
-// any operation; terminating VNF-B, then VNF-A, completes and the VIM is
-// gone.
+// VNF-B's pods stays on it; VNF-B's next scale-in records its pods as they
+// are); terminating VNF-A is 409 naming VNF-B, before any operation;
+// terminating VNF-B, then VNF-A, completes and the VIM is gone.
 func TestTackerCNFsOnBuiltCluster(t *testing.T) {
 	began := time.Now()
 	e := newK8sEnv(t)
@@ -444,6 +444,12 @@ func TestTackerCNFsOnBuiltCluster(t *testing.T) {
 	}
 	t.Logf("VNF-A's scale-in removed node %s; VNF-B's pods (pod: node) before %v, after %v; VNF-B's VNFCs %+v",
 		victim, podsBefore, podsAfter, e.cnfVnfcs(vnfB))
+	// VNF-B's next operation records its pods as they are after the drain
+	// (a scale-in by one: one VNFC, on a live pod).
+	e.lcmLong(vnfB, "scale", map[string]any{"type": "SCALE_IN", "aspectId": "vdu2_aspect"}, "COMPLETED")
+	if vs := e.checkWorkloads(c, vnfB, deployment); len(vs) != 1 || len(c.podsOf(t, deployment)) != 1 {
+		t.Errorf("VNF-B after its scale-in: VNFCs %+v, pods on the cluster %d, want one", vs, len(c.podsOf(t, deployment)))
+	}
 	if u := c.get(t, deployment[0]); u == nil {
 		t.Error("VNF-B's Deployment is gone after VNF-A's scale-in")
 	} else if n, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas"); n != 2 {
