@@ -63,7 +63,7 @@ func main() {
 	flag.IntVar(&o.instances, "instances", 50, "engine: instances instantiated in parallel")
 	flag.IntVar(&o.rounds, "rounds", 10, "engine: bursts of -instances parallel instantiations (latency samples = instances × rounds)")
 	flag.DurationVar(&o.sustain, "sustain", 15*time.Second, "engine: duration of the closed-loop throughput run")
-	flag.IntVar(&o.workers, "workers", 8, "engine: VNFM_WORKERS of the VNFM under test (8 is the default)")
+	flag.IntVar(&o.workers, "workers", 64, "engine: VNFM_WORKERS of the VNFM under test (64 is the default)")
 	flag.IntVar(&o.clients, "clients", 16, "reads: concurrent HTTP clients, and pgbench clients")
 	flag.DurationVar(&o.readFor, "read-for", 10*time.Second, "reads: duration of each rate measurement")
 	flag.IntVar(&o.rows, "rows", 100000, "list: instances bulk-loaded for the filtered list")

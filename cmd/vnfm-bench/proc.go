@@ -143,3 +143,25 @@ func (u cpuUse) String() string {
 	return fmt.Sprintf("CPU over %.1f s: VNFM %.2f cores, PostgreSQL %.2f cores, bench clients %.2f cores",
 		w, u.VNFM.Seconds()/w, u.PG.Seconds()/w, u.Bench.Seconds()/w)
 }
+
+// dbCounters are PostgreSQL's cumulative counters of the VNFM's database:
+// committed transactions and WAL records, bytes and flushes (fsyncs).
+type dbCounters struct {
+	commits, walRecords, walBytes, walSyncs int64
+}
+
+// readDB reads the counters. Backends publish their statistics at most once
+// a second when they go idle, so callers wait a little (statsSettle) first.
+func (b *bench) readDB() (dbCounters, error) {
+	var c dbCounters
+	err := b.pool.QueryRow(b.ctx, `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()),
+		w.wal_records, w.wal_bytes::bigint, w.wal_sync FROM pg_stat_wal w`).Scan(&c.commits, &c.walRecords, &c.walBytes, &c.walSyncs)
+	return c, err
+}
+
+// statsSettle is how long backends may hold statistics before publishing them.
+const statsSettle = 1200 * time.Millisecond
+
+func (c dbCounters) sub(o dbCounters) dbCounters {
+	return dbCounters{c.commits - o.commits, c.walRecords - o.walRecords, c.walBytes - o.walBytes, c.walSyncs - o.walSyncs}
+}

@@ -34,7 +34,7 @@ type Config struct {
 	LogLevel             string        `env:"VNFM_LOG_LEVEL" envDefault:"info"`
 	LogFormat            string        `env:"VNFM_LOG_FORMAT" envDefault:"text"`
 	Engine               bool          `env:"VNFM_ENGINE" envDefault:"true"`
-	Workers              int           `env:"VNFM_WORKERS" envDefault:"8"`
+	Workers              int           `env:"VNFM_WORKERS" envDefault:"64"`
 	Lease                time.Duration `env:"VNFM_LEASE" envDefault:"30s"`
 	Poll                 time.Duration `env:"VNFM_POLL" envDefault:"2s"`
 	PageSize             int           `env:"VNFM_PAGE_SIZE" envDefault:"100"`

@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
@@ -19,7 +19,11 @@ import (
 // EngineConfig tunes the worker pool. Zero values take the defaults.
 type EngineConfig struct {
 	Config
-	Workers int // concurrent operations per process (default 8)
+	// Workers bounds the operations this process runs at once (default 64).
+	// The pool adapts to the queue: each claim takes as many ready operations
+	// as there are free slots (up to claimBatch) in one transaction, and an
+	// operation's goroutine ends with it.
+	Workers int
 	// Lease is how long a claim lasts without a heartbeat (default 30s); a
 	// crashed engine's operations are resumed elsewhere after at most this.
 	Lease time.Duration
@@ -45,10 +49,11 @@ type Observer interface {
 
 // Engine claims op occurrences from the database and runs them.
 type Engine struct {
-	cfg  EngineConfig
-	svc  *Service
-	log  *slog.Logger
-	wake chan struct{}
+	cfg    EngineConfig
+	svc    *Service
+	log    *slog.Logger
+	wake   chan struct{}
+	commit *committer
 
 	mu      sync.Mutex
 	running map[string]*run // op id → run, for cancel notifications
@@ -57,7 +62,7 @@ type Engine struct {
 // NewEngine builds an engine; call Run to start it.
 func NewEngine(cfg EngineConfig) *Engine {
 	if cfg.Workers <= 0 {
-		cfg.Workers = 8
+		cfg.Workers = DefaultWorkers
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = 30 * time.Second
@@ -76,30 +81,89 @@ func NewEngine(cfg EngineConfig) *Engine {
 		cfg.Name = fmt.Sprintf("%s-%d", h, os.Getpid())
 	}
 	svc := NewService(cfg.Config)
-	return &Engine{cfg: cfg, svc: svc, log: svc.log.With("component", "engine"),
-		wake: make(chan struct{}, cfg.Workers), running: map[string]*run{}}
+	e := &Engine{cfg: cfg, svc: svc, log: svc.log.With("component", "engine"),
+		wake: make(chan struct{}, 1), running: map[string]*run{}}
+	e.commit = newCommitter(svc.st, e.log, e.checkpoint)
+	return e
 }
+
+// DefaultWorkers is the default bound of operations run at once.
+const DefaultWorkers = 64
+
+// claimBatch bounds the operations one claim takes.
+const claimBatch = 16
 
 // Run works until ctx is cancelled, then waits for running operations to stop.
 // Operations interrupted by shutdown keep their journal and are resumed by the
 // next engine that claims them once their lease expires.
 func (e *Engine) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	go e.commit.run(stop)
+	var wg, runs sync.WaitGroup
 	wg.Go(func() { e.listen(ctx) })
-	for i := 0; i < e.cfg.Workers; i++ {
-		wg.Go(func() { e.worker(ctx, i) })
-	}
+	e.dispatch(ctx, &runs)
+	runs.Wait()
 	wg.Wait()
+	close(stop) // every run has ended: nothing writes any more
+	<-e.commit.done
 	return nil
 }
 
-// Wake asks idle workers to look for work now (used after in-process enqueues).
+// Wake asks the dispatcher to look for work now (used after in-process enqueues).
 func (e *Engine) Wake() {
-	for i := 0; i < cap(e.wake); i++ {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch claims ready operations while there are free slots and runs each
+// in a goroutine of its own, until ctx ends.
+func (e *Engine) dispatch(ctx context.Context, runs *sync.WaitGroup) {
+	var running atomic.Int64
+	freed := make(chan struct{}, 1)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		free := int64(e.cfg.Workers) - running.Load()
+		if free > 0 {
+			n := int(min(free, claimBatch))
+			ops, err := e.svc.st.ClaimN(ctx, e.cfg.Name, e.cfg.Lease, n)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				e.log.Error("claim failed", "err", err)
+			}
+			for _, op := range ops {
+				running.Add(1)
+				runs.Go(func() {
+					defer func() {
+						running.Add(-1)
+						select {
+						case freed <- struct{}{}:
+						default:
+						}
+					}()
+					e.execute(ctx, op, op.LeaseOwner)
+				})
+			}
+			if err == nil && len(ops) == n {
+				continue // the queue may hold more
+			}
+		}
+		// Full, or the queue is empty: wait for a free slot or for work.
+		var slot <-chan struct{}
+		if free <= 0 {
+			slot = freed
+		}
+		timer.Reset(e.cfg.Poll)
 		select {
-		case e.wake <- struct{}{}:
-		default:
+		case <-ctx.Done():
 			return
+		case <-e.wake:
+		case <-slot:
+		case <-timer.C:
 		}
 	}
 }
@@ -154,33 +218,6 @@ func (e *Engine) listenOnce(ctx context.Context, pool *pgxpool.Pool) error {
 			if r != nil {
 				r.checkCancel(ctx)
 			}
-		}
-	}
-}
-
-func (e *Engine) worker(ctx context.Context, n int) {
-	log := e.log.With("worker", n)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		owner := e.cfg.Name + "/" + uuid.NewString()[:8]
-		op, err := e.svc.st.Claim(ctx, owner, e.cfg.Lease)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			log.Error("claim failed", "err", err)
-		}
-		if op != nil {
-			e.execute(ctx, op, owner)
-			continue // there may be more work
-		}
-		timer.Reset(e.cfg.Poll)
-		select {
-		case <-ctx.Done():
-			return
-		case <-e.wake:
-		case <-timer.C:
 		}
 	}
 }

@@ -28,6 +28,10 @@ type run struct {
 	cancelMode atomic.Value // string: "" or the requested cancel mode
 	graceOnce  sync.Once
 
+	// carry is the end of the last step, not written yet: it is committed
+	// with the next write of the operation (the next step's begin, or its
+	// end), since nothing happens between the two.
+	carry   *carried
 	dop     *driverapi.Op                     // set once loaded
 	journal map[journalKey]store.JournalEntry // as loaded at claim time
 	secrets []string                          // plaintext secrets to scrub from errors
@@ -37,6 +41,12 @@ type run struct {
 }
 
 type journalKey struct{ phase, step, node string }
+
+// carried is a step's end waiting for the operation's next write.
+type carried struct {
+	end  []store.JournalWrite
+	work *work // the working copy the step produced (nil: unchanged); sealed when written
+}
 
 // work is the persisted working state of an operation between steps.
 type work struct {
@@ -89,15 +99,17 @@ func (r *run) cancelRequested() bool {
 
 // execute runs the operation forward or, in ROLLING_BACK, backward.
 func (r *run) execute(ctx context.Context) {
-	st := r.e.svc.st
-	entries, err := st.Journal(ctx, []string{r.op.ID})
-	if err != nil {
-		r.log.Error("cannot read journal; the lease will expire and the operation be resumed", "err", err)
-		return
-	}
 	r.journal = map[journalKey]store.JournalEntry{}
-	for _, e := range entries[r.op.ID] {
-		r.journal[journalKey{e.Phase, e.Step, e.Node}] = e
+	// Journal entries need a lease: an operation claimed for the first time has none.
+	if r.op.Attempts > 1 {
+		entries, err := r.e.svc.st.Journal(ctx, []string{r.op.ID})
+		if err != nil {
+			r.log.Error("cannot read journal; the lease will expire and the operation be resumed", "err", err)
+			return
+		}
+		for _, e := range entries[r.op.ID] {
+			r.journal[journalKey{e.Phase, e.Step, e.Node}] = e
+		}
 	}
 	dop, w, err := r.load(ctx)
 	if err != nil {
@@ -116,7 +128,7 @@ func (r *run) execute(ctx context.Context) {
 		r.rollback(ctx, dop, w, steps)
 		return
 	}
-	r.log.Info("operation running", "steps", len(steps))
+	r.log.Debug("operation running", "steps", len(steps))
 	for i, s := range steps {
 		if e, ok := r.journal[journalKey{store.PhaseRun, s.name, ""}]; ok && e.State == model.StepCompleted {
 			continue
@@ -144,15 +156,14 @@ func (r *run) execute(ctx context.Context) {
 		r.finishFailed(ctx, "", err)
 		return
 	}
-	op, err := st.FinishOp(ctx, r.op.ID, r.owner, store.Finish{State: model.StateCompleted,
+	res := r.write(ctx, store.OpWrite{Finish: &store.Finish{State: model.StateCompleted,
 		ResourceChanges: dop.ResourceChanges, ChangedInfo: changed,
-		ChangedExtConnectivity: dop.ChangedExtConnectivity, Instance: sealed})
-	if err != nil {
-		r.log.Error("cannot complete operation", "err", err)
+		ChangedExtConnectivity: dop.ChangedExtConnectivity, Instance: sealed}}, "completed")
+	if res.Err != nil {
+		r.log.Error("cannot complete operation", "err", res.Err)
 		return
 	}
-	r.e.checkpoint(r.op.ID, "completed")
-	r.log.Info("operation completed", "duration", op.StateEnteredTime.Sub(op.StartTime).Round(time.Millisecond))
+	r.log.Info("operation completed", "duration", res.Op.StateEnteredTime.Sub(res.Op.StartTime).Round(time.Millisecond))
 }
 
 // stopCause names why a step stopped: a cancel, a lost lease, a shutdown, or its own error.
@@ -177,12 +188,38 @@ func (c *cancelled) Error() string {
 	return fmt.Sprintf("the operation was cancelled on request (cancelMode %s)", c.mode)
 }
 
-func (r *run) runStep(ctx context.Context, phase string, i int, name string, f func(context.Context, *driverapi.Op) error, dop *driverapi.Op, w *work) error {
-	st := r.e.svc.st
-	if err := st.JournalBegin(ctx, r.owner, store.JournalEntry{OpOccID: r.op.ID, Phase: phase, StepIndex: i, Step: name}); err != nil {
-		return err
+// write commits w, after the carried end of the last step, through the
+// engine's group commit; what names the checkpoint.
+func (r *run) write(ctx context.Context, w store.OpWrite, what string) store.OpWriteResult {
+	w.OpOccID, w.Owner = r.op.ID, r.owner
+	if c := r.carry; c != nil {
+		r.carry = nil
+		w.Journal = append(c.end, w.Journal...)
+		// The working copy of the step's end, unless the write ends the
+		// operation and drops it anyway.
+		if c.work != nil && (w.Finish == nil || w.Finish.KeepWork) {
+			sealed, err := r.sealWork(c.work)
+			if err != nil {
+				return store.OpWriteResult{Err: err}
+			}
+			w.Work = sealed
+		}
+		e := c.end[len(c.end)-1].Entry
+		what = e.Phase + ":end:" + e.Step + " " + what
 	}
-	r.e.checkpoint(r.op.ID, phase+":begin:"+name)
+	return r.e.commit.write(ctx, w, what)
+}
+
+// runStep journals the step's begin (with the last step's end), runs it,
+// and leaves its end — with the working copy it produced — to be committed
+// with the operation's next write. Nothing runs between a step's end and that
+// write, so a crash in between finds the step begun and runs it again, as it
+// would have after a crash during the step: steps are idempotent.
+func (r *run) runStep(ctx context.Context, phase string, i int, name string, f func(context.Context, *driverapi.Op) error, dop *driverapi.Op, w *work) error {
+	if res := r.write(ctx, store.OpWrite{Journal: []store.JournalWrite{{Kind: store.JournalBeginKind,
+		Entry: store.JournalEntry{OpOccID: r.op.ID, Phase: phase, StepIndex: i, Step: name}}}}, phase+":begin:"+name); res.Err != nil {
+		return res.Err
+	}
 	start := time.Now()
 	dop.Progress = &progress{r: r, phase: phase, step: name, index: i}
 	dop.Log = r.log.With("step", name)
@@ -192,24 +229,17 @@ func (r *run) runStep(ctx context.Context, phase string, i int, name string, f f
 		state = model.StepFailed
 	}
 	r.e.observeStep(r.op.Operation, name, state, time.Since(start))
+	end := store.JournalEntry{OpOccID: r.op.ID, Phase: phase, StepIndex: i, Step: name, State: state}
 	if err != nil {
-		msg := secrets.Scrub(err.Error(), r.secrets)
-		if jerr := st.JournalEnd(ctx, r.owner, store.JournalEntry{OpOccID: r.op.ID, Phase: phase, StepIndex: i, Step: name,
-			State: model.StepFailed, Error: msg}, nil); jerr != nil && !errors.Is(jerr, store.ErrLeaseLost) {
-			r.log.Error("cannot journal step failure", "err", jerr)
-		}
+		// Written with the FAILED_TEMP that follows (finishFailed).
+		end.Error = secrets.Scrub(err.Error(), r.secrets)
+		r.carry = &carried{end: []store.JournalWrite{{Kind: store.JournalEndKind, Entry: end}}}
 		return err
 	}
+	// Nothing changes w before the next write: the execute loop goes
+	// straight to the next step's begin or to the operation's end.
 	w.capture(dop)
-	sealed, err := r.sealWork(w)
-	if err != nil {
-		return err
-	}
-	if err := st.JournalEnd(ctx, r.owner, store.JournalEntry{OpOccID: r.op.ID, Phase: phase, StepIndex: i, Step: name,
-		State: model.StepCompleted}, sealed); err != nil {
-		return err
-	}
-	r.e.checkpoint(r.op.ID, phase+":end:"+name)
+	r.carry = &carried{end: []store.JournalWrite{{Kind: store.JournalEndKind, Entry: end}}, work: w}
 	return nil
 }
 
@@ -233,12 +263,11 @@ func (r *run) rollback(ctx context.Context, dop *driverapi.Op, w *work, steps []
 			return
 		}
 	}
-	if _, err := r.e.svc.st.FinishOp(ctx, r.op.ID, r.owner, store.Finish{State: model.StateRolledBack,
-		ResourceChanges: dop.ResourceChanges}); err != nil {
-		r.log.Error("cannot finish rollback", "err", err)
+	if res := r.write(ctx, store.OpWrite{Finish: &store.Finish{State: model.StateRolledBack,
+		ResourceChanges: dop.ResourceChanges}}, "rolled_back"); res.Err != nil {
+		r.log.Error("cannot finish rollback", "err", res.Err)
 		return
 	}
-	r.e.checkpoint(r.op.ID, "rolled_back")
 	r.log.Info("operation rolled back")
 }
 
@@ -271,12 +300,11 @@ func (r *run) finishFailed(ctx context.Context, stepName string, err error) {
 	// A background context: the op's own context may be the thing that was cancelled.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if _, ferr := r.e.svc.st.FinishOp(fctx, r.op.ID, r.owner, store.Finish{State: model.StateFailedTemp, Error: pd,
-		ResourceChanges: rc, KeepWork: true}); ferr != nil {
-		r.log.Error("cannot record failure", "err", ferr, "failure", detail)
+	if res := r.write(fctx, store.OpWrite{Finish: &store.Finish{State: model.StateFailedTemp, Error: pd,
+		ResourceChanges: rc, KeepWork: true}}, "failed_temp"); res.Err != nil {
+		r.log.Error("cannot record failure", "err", res.Err, "failure", detail)
 		return
 	}
-	r.e.checkpoint(r.op.ID, "failed_temp")
 	r.log.Warn("operation failed", "step", stepName, "detail", detail)
 }
 
@@ -417,26 +445,41 @@ func (p *progress) entry(node, state, msg string) store.JournalEntry {
 	return store.JournalEntry{OpOccID: p.r.op.ID, Phase: p.phase, StepIndex: p.index, Step: p.step, Node: node, State: state, Message: msg}
 }
 
-func (p *progress) Note(ctx context.Context, message string) error {
-	return p.r.e.svc.st.JournalNote(ctx, p.r.owner, p.entry("", "", secrets.Scrub(message, p.r.secrets)))
+// journal writes one change of the step's journal: synchronously (a
+// checkpoint the driver relies on) or not (what a crash may lose: the node
+// is then simply not done).
+func (p *progress) journal(ctx context.Context, kind string, e store.JournalEntry, what string, sync bool) error {
+	w := store.OpWrite{OpOccID: p.r.op.ID, Owner: p.r.owner, Journal: []store.JournalWrite{{Kind: kind, Entry: e}}}
+	if !sync {
+		p.r.e.commit.writeAsync(w, what)
+		return nil
+	}
+	return p.r.e.commit.write(ctx, w, what).Err
 }
 
+// Note updates the step's message; it is not waited for.
+func (p *progress) Note(ctx context.Context, message string) error {
+	return p.journal(ctx, store.JournalNoteKind, p.entry("", "", secrets.Scrub(message, p.r.secrets)), "", false)
+}
+
+// NodeStart journals a node's start without waiting for the commit: what a
+// node's start promises — "not done" — holds whether or not it is durable,
+// and it is committed with or before the node's next write (NodeDone).
 func (p *progress) NodeStart(ctx context.Context, node, message string) error {
 	if strings.TrimSpace(node) == "" {
 		return errors.New("progress: empty node name")
 	}
-	e := p.entry(node, "", secrets.Scrub(message, p.r.secrets))
-	if err := p.r.e.svc.st.JournalBegin(ctx, p.r.owner, e); err != nil {
-		return err
-	}
-	p.r.e.checkpoint(p.r.op.ID, p.phase+":node-begin:"+p.step+"/"+node)
-	return nil
+	return p.journal(ctx, store.JournalBeginKind, p.entry(node, "", secrets.Scrub(message, p.r.secrets)),
+		p.phase+":node-begin:"+p.step+"/"+node, false)
 }
 
+// NodeNote updates a node's message; it is not waited for.
 func (p *progress) NodeNote(ctx context.Context, node, message string) error {
-	return p.r.e.svc.st.JournalNote(ctx, p.r.owner, p.entry(node, "", secrets.Scrub(message, p.r.secrets)))
+	return p.journal(ctx, store.JournalNoteKind, p.entry(node, "", secrets.Scrub(message, p.r.secrets)), "", false)
 }
 
+// NodeDone is a checkpoint: durable when it returns, so a resumed step
+// skips the node. Nodes that finish together share one commit.
 func (p *progress) NodeDone(ctx context.Context, node string, output any) error {
 	e := p.entry(node, model.StepCompleted, "")
 	if output != nil {
@@ -448,17 +491,15 @@ func (p *progress) NodeDone(ctx context.Context, node string, output any) error 
 			return err
 		}
 	}
-	if err := p.r.e.svc.st.JournalEnd(ctx, p.r.owner, e, nil); err != nil {
-		return err
-	}
-	p.r.e.checkpoint(p.r.op.ID, p.phase+":node-end:"+p.step+"/"+node)
-	return nil
+	return p.journal(ctx, store.JournalEndKind, e, p.phase+":node-end:"+p.step+"/"+node, true)
 }
 
+// NodeFailed records a node's failure; it is not waited for (the step's
+// failure that follows is ordered after it).
 func (p *progress) NodeFailed(ctx context.Context, node string, err error) error {
 	e := p.entry(node, model.StepFailed, "")
 	e.Error = secrets.Scrub(err.Error(), p.r.secrets)
-	return p.r.e.svc.st.JournalEnd(ctx, p.r.owner, e, nil)
+	return p.journal(ctx, store.JournalEndKind, e, "", false)
 }
 
 func (p *progress) NodeCompleted(node string) (json.RawMessage, bool) {

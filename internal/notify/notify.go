@@ -204,33 +204,36 @@ func (n *Notifier) deliverOne(ctx context.Context) bool {
 	if err != nil {
 		n.log.Error("subscription authentication unreadable", "subscriptionId", sub.ID, "err", err)
 	}
+	// The round's records are written once, at its end (store.EndDelivery):
+	// a crash before that sends this round's notifications again, with the
+	// same notification ids — at least once, in order, as always.
+	var delivered []int64
+	var failure *store.DeliveryFailure
 	for _, d := range ds {
 		err := n.send(ctx, sub, auth, d)
 		if err == nil {
-			if err := n.cfg.Store.Delivered(ctx, sub.ID, owner, d.ID); err != nil {
-				n.log.Warn("recording a delivery", "err", err)
-				return true
-			}
+			delivered = append(delivered, d.ID)
 			n.observe("delivered", time.Since(d.CreatedAt))
 			continue
 		}
 		giveUp := time.Since(d.CreatedAt) > n.cfg.RetryFor
 		next := backoff(d.Attempts, n.cfg.BackoffMin, n.cfg.BackoffMax)
-		if ferr := n.cfg.Store.DeliveryFailed(ctx, sub.ID, owner, d.ID, err.Error(), next, giveUp); ferr != nil {
-			n.log.Warn("recording a failed delivery", "err", ferr)
-		}
+		failure = &store.DeliveryFailure{ID: d.ID, Cause: err.Error(), Next: next, GiveUp: giveUp}
 		if giveUp {
 			n.observe("given_up", 0)
 			n.log.Error("notification given up after the retry period", "subscriptionId", sub.ID, "notificationId", d.NotificationID, "err", err)
-			return true
+		} else {
+			n.observe("failed", 0)
+			n.log.Warn("notification delivery failed; will retry", "subscriptionId", sub.ID, "notificationId", d.NotificationID,
+				"attempt", d.Attempts+1, "retryIn", next, "err", err)
 		}
-		n.observe("failed", 0)
-		n.log.Warn("notification delivery failed; will retry", "subscriptionId", sub.ID, "notificationId", d.NotificationID,
-			"attempt", d.Attempts+1, "retryIn", next, "err", err)
-		return true
+		break
 	}
-	if err := n.cfg.Store.ReleaseSubscription(ctx, sub.ID, owner); err != nil && ctx.Err() == nil {
-		n.log.Warn("releasing subscription", "err", err)
+	// What was sent is recorded even when the notifier is stopping.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.Timeout)
+	defer cancel()
+	if err := n.cfg.Store.EndDelivery(rctx, sub.ID, owner, delivered, failure); err != nil {
+		n.log.Warn("recording deliveries", "subscriptionId", sub.ID, "err", err)
 	}
 	return true
 }

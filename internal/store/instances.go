@@ -155,31 +155,11 @@ func (s *Store) GetInstance(ctx context.Context, id string) (*Instance, error) {
 
 // writeInstance replaces the mutable parts of an instance inside tx.
 func writeInstance(ctx context.Context, tx pgx.Tx, in *model.VnfInstance) error {
-	vals := make([][]byte, 0, 5)
-	for _, v := range []any{in.VnfConfigurableProperties, in.VimConnectionInfo, in.InstantiatedVnfInfo, in.Metadata, in.Extensions} {
-		b, err := jsonOrNull(v)
-		if err != nil {
-			return err
-		}
-		vals = append(vals, b)
-	}
-	if in.InstantiatedVnfInfo == nil {
-		vals[2] = nil
-	}
-	// The document GET serves is rendered here, once per change, for the
-	// version this update makes.
-	doc, err := renderRow(in, vals)
+	q, args, err := instanceUpdate(in)
 	if err != nil {
 		return err
 	}
-	tag, err := tx.Exec(ctx, `UPDATE vnf_instances SET vnf_instance_name=$2, vnf_instance_description=$3, vnfd_id=$4,
-		vnf_pkg_id=$5, vnf_provider=$6, vnf_product_name=$7, vnf_software_version=$8, vnfd_version=$9,
-		instantiation_state=$10, vnf_configurable_properties=$11, vim_connection_info=$12,
-		instantiated_vnf_info=$13, metadata=$14, extensions=$15, version=version+1, updated_at=now(),
-		rendered_doc=$16, rendered_version=version+1, rendered_rev=$17
-		WHERE id=$1`, in.ID, nullable(in.VnfInstanceName), nullable(in.VnfInstanceDescription), in.VnfdID,
-		nullable(in.VnfPkgID), in.VnfProvider, in.VnfProductName, in.VnfSoftwareVersion, in.VnfdVersion,
-		in.InstantiationState, vals[0], vals[1], vals[2], vals[3], vals[4], doc, RenderRev())
+	tag, err := tx.Exec(ctx, q, args...)
 	if err != nil {
 		return err
 	}
@@ -187,6 +167,35 @@ func writeInstance(ctx context.Context, tx pgx.Tx, in *model.VnfInstance) error 
 		return ErrNotFound
 	}
 	return nil
+}
+
+// instanceUpdate is the statement that replaces a stored instance ($1..$17),
+// with the document GET serves rendered here, once per change, for the
+// version this update makes.
+func instanceUpdate(in *model.VnfInstance) (string, []any, error) {
+	vals := make([][]byte, 0, 5)
+	for _, v := range []any{in.VnfConfigurableProperties, in.VimConnectionInfo, in.InstantiatedVnfInfo, in.Metadata, in.Extensions} {
+		b, err := jsonOrNull(v)
+		if err != nil {
+			return "", nil, err
+		}
+		vals = append(vals, b)
+	}
+	if in.InstantiatedVnfInfo == nil {
+		vals[2] = nil
+	}
+	doc, err := renderRow(in, vals)
+	if err != nil {
+		return "", nil, err
+	}
+	return `UPDATE vnf_instances SET vnf_instance_name=$2, vnf_instance_description=$3, vnfd_id=$4,
+		vnf_pkg_id=$5, vnf_provider=$6, vnf_product_name=$7, vnf_software_version=$8, vnfd_version=$9,
+		instantiation_state=$10, vnf_configurable_properties=$11, vim_connection_info=$12,
+		instantiated_vnf_info=$13, metadata=$14, extensions=$15, version=version+1, updated_at=now(),
+		rendered_doc=$16, rendered_version=version+1, rendered_rev=$17
+		WHERE id=$1`, []any{in.ID, nullable(in.VnfInstanceName), nullable(in.VnfInstanceDescription), in.VnfdID,
+			nullable(in.VnfPkgID), in.VnfProvider, in.VnfProductName, in.VnfSoftwareVersion, in.VnfdVersion,
+			in.InstantiationState, vals[0], vals[1], vals[2], vals[3], vals[4], doc, RenderRev()}, nil
 }
 
 // DeleteInstance deletes a NOT_INSTANTIATED instance that has no unfinished

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 )
 
 // Journal phases.
@@ -31,51 +30,24 @@ type JournalEntry struct {
 
 // JournalBegin records that a step or node starts (again), fenced by the lease owner.
 func (s *Store) JournalBegin(ctx context.Context, owner string, e JournalEntry) error {
-	return inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := s.lockOwned(ctx, tx, e.OpOccID, owner); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO op_journal (op_occ_id, phase, step_index, step, node, state, message, start_time)
-			VALUES ($1,$2,$3,$4,$5,'RUNNING',$6,now())
-			ON CONFLICT (op_occ_id, phase, step, node) DO UPDATE SET state='RUNNING', attempt=op_journal.attempt+1,
-				message=EXCLUDED.message, error=NULL, start_time=now(), end_time=NULL`,
-			e.OpOccID, e.Phase, e.StepIndex, e.Step, e.Node, nullable(e.Message))
-		return err
-	})
+	return s.journalWrite(ctx, owner, JournalBeginKind, e, nil)
 }
 
 // JournalNote updates the message of a running step or node.
 func (s *Store) JournalNote(ctx context.Context, owner string, e JournalEntry) error {
-	return inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := s.lockOwned(ctx, tx, e.OpOccID, owner); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `UPDATE op_journal SET message=$5 WHERE op_occ_id=$1 AND phase=$2 AND step=$3 AND node=$4`,
-			e.OpOccID, e.Phase, e.Step, e.Node, nullable(e.Message))
-		return err
-	})
+	return s.journalWrite(ctx, owner, JournalNoteKind, e, nil)
 }
 
 // JournalEnd records the end of a step or node. When work is non-nil the op's
 // working copy is replaced in the same transaction, so a resumed operation
 // never sees a step as done without its effects.
 func (s *Store) JournalEnd(ctx context.Context, owner string, e JournalEntry, work []byte) error {
-	return inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := s.lockOwned(ctx, tx, e.OpOccID, owner); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO op_journal (op_occ_id, phase, step_index, step, node, state, message, error, output, start_time, end_time)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,now(),now())
-			ON CONFLICT (op_occ_id, phase, step, node) DO UPDATE SET state=EXCLUDED.state,
-				message=COALESCE(EXCLUDED.message, op_journal.message), error=EXCLUDED.error,
-				output=COALESCE(EXCLUDED.output, op_journal.output), end_time=now()`,
-			e.OpOccID, e.Phase, e.StepIndex, e.Step, e.Node, e.State, nullable(e.Message), nullable(e.Error), e.Output)
-		if err != nil || work == nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE vnf_lcm_op_occs SET work=$2 WHERE id=$1`, e.OpOccID, work)
-		return err
-	})
+	return s.journalWrite(ctx, owner, JournalEndKind, e, work)
+}
+
+func (s *Store) journalWrite(ctx context.Context, owner, kind string, e JournalEntry, work []byte) error {
+	return s.WriteOps(ctx, []OpWrite{{OpOccID: e.OpOccID, Owner: owner, Work: work,
+		Journal: []JournalWrite{{Kind: kind, Entry: e}}}})[0].Err
 }
 
 // Journal returns the journal entries of the given ops in step order, in one query.

@@ -1,14 +1,17 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/lccn"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 )
 
@@ -78,9 +81,12 @@ func (s *Store) GetOpOcc(ctx context.Context, id string) (*OpOcc, error) {
 	return scanOp(s.pool.QueryRow(ctx, `SELECT `+opCols+` FROM vnf_lcm_op_occs WHERE id=$1`, id))
 }
 
+// activeStates are the states of an unfinished operation (one per instance at most).
+const activeStates = `('STARTING','PROCESSING','FAILED_TEMP','ROLLING_BACK')`
+
 func activeOp(ctx context.Context, q pgx.Tx, instID string) (*OpOcc, error) {
 	op, err := scanOp(q.QueryRow(ctx, `SELECT `+opCols+` FROM vnf_lcm_op_occs
-		WHERE vnf_instance_id=$1 AND operation_state IN ('STARTING','PROCESSING','FAILED_TEMP','ROLLING_BACK')`, instID))
+		WHERE vnf_instance_id=$1 AND operation_state IN `+activeStates, instID))
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
@@ -109,31 +115,62 @@ type NewOp struct {
 func (s *Store) CreateOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
 	var created *OpOcc
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		in, err := scanInstance(tx.QueryRow(ctx, `SELECT `+instanceCols+` FROM vnf_instances WHERE id=$1 FOR UPDATE`, n.VnfInstanceID))
-		if err != nil {
+		// Round trips, not statements, are what a request waits for: the
+		// checks in one, the insert in one, its notifications in one.
+		var (
+			in      *Instance
+			active  *OpOcc
+			targets []target
+			b       pgx.Batch
+		)
+		b.Queue(`SELECT `+instanceCols+` FROM vnf_instances WHERE id=$1 FOR UPDATE`, n.VnfInstanceID).QueryRow(func(row pgx.Row) error {
+			var err error
+			in, err = scanInstance(row)
+			return err
+		})
+		b.Queue(`SELECT `+opCols+` FROM vnf_lcm_op_occs WHERE vnf_instance_id=$1 AND operation_state IN `+activeStates,
+			n.VnfInstanceID).QueryRow(func(row pgx.Row) error {
+			var err error
+			if active, err = scanOp(row); errors.Is(err, ErrNotFound) {
+				return nil
+			}
+			return err
+		})
+		b.Queue(selectTargets).Query(func(rows pgx.Rows) error {
+			var err error
+			targets, err = scanTargets(rows)
+			return err
+		})
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return err
 		}
 		if n.IfVersion != 0 && in.Version != n.IfVersion {
 			return &PreconditionError{Current: in.Version}
 		}
-		if op, err := activeOp(ctx, tx, n.VnfInstanceID); err != nil {
-			return err
-		} else if op != nil {
-			return &ConflictError{BlockingOp: op, State: op.OperationState, Reason: blockingReason(n.VnfInstanceID, op, n.Verb)}
+		if active != nil {
+			return &ConflictError{BlockingOp: active, State: active.OperationState, Reason: blockingReason(n.VnfInstanceID, active, n.Verb)}
 		}
 		if n.RequireState != "" && in.InstantiationState != n.RequireState {
 			return &ConflictError{State: in.InstantiationState, Reason: stateReason(n, in.InstantiationState)}
 		}
+		var err error
 		created, err = scanOp(tx.QueryRow(ctx, `INSERT INTO vnf_lcm_op_occs (id, vnf_instance_id, operation, operation_state, operation_params, driver_params)
 			VALUES ($1,$2,$3,'STARTING',$4,$5) RETURNING `+opCols, n.ID, n.VnfInstanceID, n.Operation, n.OperationParams, n.DriverParams))
 		if err != nil {
 			return err
 		}
-		if err := notifyOp(ctx, tx, created); err != nil {
+		// The instance is locked: as read above, it is what the event reports.
+		var nb pgx.Batch
+		ev := lccn.Event{Type: lccn.TypeOpOcc, OpOccID: created.ID, Operation: created.Operation, OperationState: created.OperationState,
+			IsAutomaticInvocation: created.IsAutomaticInvocation, Op: &created.VnfLcmOpOcc, Instance: lccn.InstanceOf(&in.VnfInstance)}
+		if err := queueOutbox(&nb, targets, ev); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, ChannelOps, n.ID)
-		return err
+		if nb.Len() > 0 {
+			nb.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox)
+		}
+		nb.Queue(`SELECT pg_notify($1, $2)`, ChannelOps, n.ID)
+		return tx.SendBatch(ctx, &nb).Close()
 	})
 	if err != nil && isUniqueViolation(err) {
 		return nil, &ConflictError{Reason: fmt.Sprintf("VNF instance %s cannot be %s: another LCM operation was accepted for it at the same moment; list its operations with GET /vnflcm/v1/vnf_lcm_op_occs?filter=(eq,vnfInstanceId,%s)", n.VnfInstanceID, n.Verb, n.VnfInstanceID)}
@@ -237,30 +274,124 @@ func (s *Store) CancelOp(ctx context.Context, id, mode string) (*OpOcc, error) {
 // Claim takes the oldest runnable op: a new one (STARTING → PROCESSING) or one
 // whose engine stopped renewing its lease. owner must be unique per claim.
 func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*OpOcc, error) {
-	var op *OpOcc
+	ops, err := s.claim(ctx, owner, false, lease, 1)
+	if err != nil || len(ops) == 0 {
+		return nil, err
+	}
+	return ops[0], nil
+}
+
+// ClaimN takes up to n runnable ops, oldest first, in one transaction (see
+// Claim). Each gets a lease owner of its own: prefix + "/" + 8 random hex
+// digits.
+func (s *Store) ClaimN(ctx context.Context, prefix string, lease time.Duration, n int) ([]*OpOcc, error) {
+	return s.claim(ctx, prefix, true, lease, n)
+}
+
+func (s *Store) claim(ctx context.Context, owner string, suffix bool, lease time.Duration, n int) ([]*OpOcc, error) {
+	var ops []*OpOcc
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var id, prev string
-		err := tx.QueryRow(ctx, `SELECT id, operation_state FROM vnf_lcm_op_occs
-			WHERE operation_state IN ('STARTING','PROCESSING','ROLLING_BACK')
-			  AND (lease_until IS NULL OR lease_until < now())
-			ORDER BY seq FOR UPDATE SKIP LOCKED LIMIT 1`).Scan(&id, &prev)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
+		ops = ops[:0]
+		rows, err := tx.Query(ctx, `UPDATE vnf_lcm_op_occs SET
+				operation_state = CASE WHEN operation_state='STARTING' THEN 'PROCESSING' ELSE operation_state END,
+				state_entered_time = CASE WHEN operation_state='STARTING' THEN now() ELSE state_entered_time END,
+				lease_owner = CASE WHEN $4 THEN $1 || '/' || substr(md5(random()::text), 1, 8) ELSE $1 END,
+				lease_until = now()+$2::interval, attempts = attempts+1
+			FROM (SELECT id AS claimed, operation_state AS prev FROM vnf_lcm_op_occs
+				WHERE operation_state IN ('STARTING','PROCESSING','ROLLING_BACK')
+				  AND (lease_until IS NULL OR lease_until < now())
+				ORDER BY seq FOR UPDATE SKIP LOCKED LIMIT $3) c
+			WHERE id = c.claimed RETURNING c.prev, `+opCols, owner, lease.String(), n, suffix)
 		if err != nil {
 			return err
 		}
-		op, err = scanOp(tx.QueryRow(ctx, `UPDATE vnf_lcm_op_occs SET
-				operation_state = CASE WHEN operation_state='STARTING' THEN 'PROCESSING' ELSE operation_state END,
-				state_entered_time = CASE WHEN operation_state='STARTING' THEN now() ELSE state_entered_time END,
-				lease_owner=$2, lease_until=now()+$3::interval, attempts=attempts+1
-			WHERE id=$1 RETURNING `+opCols, id, owner, lease.String()))
-		if err != nil || prev != model.StateStarting {
+		fresh := map[string]bool{}
+		for rows.Next() {
+			var prev string
+			op, err := scanOp(prevRow{rows, &prev})
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			ops = append(ops, op)
+			fresh[op.ID] = prev == model.StateStarting
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return err
 		}
-		return notifyOp(ctx, tx, op)
+		// Oldest first, and their notifications in that order.
+		slices.SortFunc(ops, func(a, b *OpOcc) int { return cmp.Compare(a.Seq, b.Seq) })
+		var started []*OpOcc
+		for _, op := range ops {
+			if fresh[op.ID] {
+				started = append(started, op)
+			}
+		}
+		return notifyOps(ctx, tx, started)
 	})
-	return op, err
+	return ops, err
+}
+
+// prevRow scans a leading extra column before the op's columns.
+type prevRow struct {
+	pgx.Row
+	prev *string
+}
+
+func (r prevRow) Scan(dest ...any) error { return r.Row.Scan(append([]any{r.prev}, dest...)...) }
+
+// notifyOps queues the notifications of several ops' new states in tx, in
+// order, reading the subscriptions and the instances once.
+func notifyOps(ctx context.Context, tx pgx.Tx, ops []*OpOcc) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	if len(ops) == 1 {
+		return notifyOp(ctx, tx, ops[0])
+	}
+	ids := make([]string, len(ops))
+	for i, op := range ops {
+		ids[i] = op.VnfInstanceID
+	}
+	var targets []target
+	insts := map[string]lccn.Instance{}
+	var b pgx.Batch
+	b.Queue(selectTargets).Query(func(rows pgx.Rows) error {
+		var err error
+		targets, err = scanTargets(rows)
+		return err
+	})
+	b.Queue(`SELECT `+instanceCols+` FROM vnf_instances WHERE id = ANY($1::uuid[])`, ids).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			in, err := scanInstance(rows)
+			if err != nil {
+				return err
+			}
+			insts[in.ID] = lccn.InstanceOf(&in.VnfInstance)
+		}
+		return rows.Err()
+	})
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return err
+	}
+	var nb pgx.Batch
+	for _, op := range ops {
+		ev := lccn.Event{Type: lccn.TypeOpOcc, OpOccID: op.ID, Operation: op.Operation, OperationState: op.OperationState,
+			IsAutomaticInvocation: op.IsAutomaticInvocation, Op: &op.VnfLcmOpOcc, Instance: insts[op.VnfInstanceID]}
+		if ev.Instance.ID == "" {
+			ev.Instance.ID = op.VnfInstanceID
+		}
+		if err := queueOutbox(&nb, targets, ev); err != nil {
+			return err
+		}
+	}
+	if nb.Len() == 0 {
+		return nil
+	}
+	nb.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox)
+	return tx.SendBatch(ctx, &nb).Close()
 }
 
 // Heartbeat renews the lease and reports a pending cancel.
@@ -290,53 +421,6 @@ type Finish struct {
 
 // FinishOp ends the engine's lease with a final or FAILED_TEMP state, fenced by owner.
 func (s *Store) FinishOp(ctx context.Context, id, owner string, f Finish) (*OpOcc, error) {
-	perr, err := jsonOrNull(f.Error)
-	if err != nil {
-		return nil, err
-	}
-	rc, err := jsonOrNull(f.ResourceChanges)
-	if err != nil {
-		return nil, err
-	}
-	ci, err := jsonOrNull(f.ChangedInfo)
-	if err != nil {
-		return nil, err
-	}
-	cec, err := jsonOrNull(f.ChangedExtConnectivity)
-	if err != nil {
-		return nil, err
-	}
-	var op *OpOcc
-	err = inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		op, err = scanOp(tx.QueryRow(ctx, `UPDATE vnf_lcm_op_occs SET operation_state=$3, state_entered_time=now(),
-			error=$4, resource_changes=$5, changed_info=$6, changed_ext_connectivity=$7,
-			is_cancel_pending=false, lease_owner=NULL, lease_until=NULL,
-			work = CASE WHEN $8 THEN work ELSE NULL END
-			WHERE id=$1 AND lease_owner=$2 RETURNING `+opCols, id, owner, f.State, perr, rc, ci, cec, f.KeepWork))
-		if errors.Is(err, ErrNotFound) {
-			return ErrLeaseLost
-		}
-		if err != nil {
-			return err
-		}
-		if f.Instance != nil {
-			if err := writeInstance(ctx, tx, f.Instance); err != nil {
-				return err
-			}
-		}
-		return notifyOp(ctx, tx, op)
-	})
-	return op, err
-}
-
-// lockOwned locks the op row inside tx, fenced by the lease owner, so journal
-// writes of an engine that lost its lease never land.
-func (s *Store) lockOwned(ctx context.Context, tx pgx.Tx, id, owner string) error {
-	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM vnf_lcm_op_occs WHERE id=$1 AND lease_owner=$2 FOR NO KEY UPDATE`, id, owner).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrLeaseLost
-	}
-	return err
+	r := s.WriteOps(ctx, []OpWrite{{OpOccID: id, Owner: owner, Finish: &f}})[0]
+	return r.Op, r.Err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lccn"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
@@ -93,33 +94,62 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string) error {
 // enqueue fans an event out to every matching subscription inside tx: the
 // notification is committed together with the state change it reports.
 func enqueue(ctx context.Context, tx pgx.Tx, ev lccn.Event) error {
-	rows, err := tx.Query(ctx, `SELECT id, filter FROM subscriptions`)
+	rows, err := tx.Query(ctx, selectTargets)
 	if err != nil {
 		return err
 	}
-	type target struct {
-		id string
-		f  *lccn.Filter
+	targets, err := scanTargets(rows)
+	if err != nil {
+		return err
 	}
+	var b pgx.Batch
+	if err := queueOutbox(&b, targets, ev); err != nil || b.Len() == 0 {
+		return err
+	}
+	b.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox)
+	return tx.SendBatch(ctx, &b).Close()
+}
+
+// selectTargets reads every subscription's filter (scanTargets).
+const selectTargets = `SELECT id, filter FROM subscriptions`
+
+// target is a subscription as the fan-out needs it.
+type target struct {
+	id string
+	f  *lccn.Filter
+}
+
+func scanTargets(rows pgx.Rows) ([]target, error) {
+	defer rows.Close()
 	var targets []target
 	for rows.Next() {
 		var t target
 		var raw []byte
 		if err := rows.Scan(&t.id, &raw); err != nil {
-			rows.Close()
-			return err
+			return nil, err
 		}
 		if len(raw) > 0 {
 			if err := json.Unmarshal(raw, &t.f); err != nil {
-				rows.Close()
-				return fmt.Errorf("store: subscription %s filter: %w", t.id, err)
+				return nil, fmt.Errorf("store: subscription %s filter: %w", t.id, err)
 			}
 		}
 		targets = append(targets, t)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
+	return targets, rows.Err()
+}
+
+// queueOutbox queues the outbox rows of ev for every target whose filter
+// matches it, in one statement; nothing when none matches. The caller wakes
+// the notifiers (pg_notify on ChannelOutbox) once per transaction.
+func queueOutbox(b *pgx.Batch, targets []target, ev lccn.Event) error {
+	var ids []string
+	for _, t := range targets {
+		if t.f.Match(ev) {
+			ids = append(ids, t.id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
 	}
 	if ev.Op != nil {
 		snap := *ev.Op
@@ -130,22 +160,10 @@ func enqueue(ctx context.Context, tx pgx.Tx, ev lccn.Event) error {
 	if err != nil {
 		return err
 	}
-	nid := uuid.NewString() // one id for every copy of this notification
-	n := 0
-	for _, t := range targets {
-		if !t.f.Match(ev) {
-			continue
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO notification_outbox (notification_id, subscription_id, event) VALUES ($1,$2,$3)`,
-			nid, t.id, payload); err != nil {
-			return err
-		}
-		n++
-	}
-	if n > 0 {
-		_, err = tx.Exec(ctx, `SELECT pg_notify($1, '')`, ChannelOutbox)
-	}
-	return err
+	// One notification id for every copy; rows in target order.
+	b.Queue(`INSERT INTO notification_outbox (notification_id, subscription_id, event)
+		SELECT $1, s, $3 FROM unnest($2::uuid[]) WITH ORDINALITY AS u(s, n) ORDER BY n`, uuid.NewString(), ids, payload)
+	return nil
 }
 
 // opEvent builds the event of an op occurrence's new state (instance read in tx).
@@ -189,77 +207,104 @@ type Delivery struct {
 // ClaimSubscription leases a subscription whose oldest undelivered
 // notification is due, and returns up to max of its pending notifications in
 // order. Holding the subscription, not single rows, keeps deliveries ordered.
+//
+// Like EndDelivery, the lease's commit does not wait for the WAL flush: a
+// lease a database crash forgets is simply free again.
 func (s *Store) ClaimSubscription(ctx context.Context, owner string, lease time.Duration, max int) (*Subscription, []Delivery, error) {
-	sub, err := scanSub(s.pool.QueryRow(ctx, `UPDATE subscriptions s SET delivery_owner=$1, delivery_until=now()+$2::interval
+	var sub *Subscription
+	var out []Delivery
+	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		sub, out = nil, nil
+		var b pgx.Batch
+		b.Queue(`SET LOCAL synchronous_commit = off`)
+		b.Queue(`UPDATE subscriptions s SET delivery_owner=$1, delivery_until=now()+$2::interval
 		WHERE s.id = (SELECT h.subscription_id FROM (
 				SELECT DISTINCT ON (subscription_id) subscription_id, next_attempt_at
 				FROM notification_outbox WHERE delivered_at IS NULL AND failed_at IS NULL ORDER BY subscription_id, id) h
 			JOIN subscriptions s2 ON s2.id = h.subscription_id
 			WHERE h.next_attempt_at <= now() AND (s2.delivery_until IS NULL OR s2.delivery_until < now())
 			ORDER BY h.next_attempt_at LIMIT 1 FOR UPDATE OF s2 SKIP LOCKED)
-		RETURNING `+subCols, owner, lease.String()))
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	rows, err := s.pool.Query(ctx, `SELECT id, notification_id, subscription_id, event, attempts, created_at
-		FROM notification_outbox WHERE subscription_id=$1 AND delivered_at IS NULL AND failed_at IS NULL ORDER BY id LIMIT $2`, sub.ID, max)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	var out []Delivery
-	for rows.Next() {
-		var d Delivery
-		var ev []byte
-		if err := rows.Scan(&d.ID, &d.NotificationID, &d.SubscriptionID, &ev, &d.Attempts, &d.CreatedAt); err != nil {
-			return nil, nil, err
-		}
-		if err := json.Unmarshal(ev, &d.Event); err != nil {
-			return nil, nil, err
-		}
-		out = append(out, d)
-	}
-	return sub, out, rows.Err()
-}
-
-// Delivered marks a notification as delivered, fenced by the subscription lease.
-func (s *Store) Delivered(ctx context.Context, subID, owner string, id int64) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE notification_outbox o SET delivered_at=now(), attempts=o.attempts+1, last_error=NULL
-		FROM subscriptions s WHERE o.id=$3 AND s.id=$1 AND s.delivery_owner=$2 AND o.subscription_id=s.id`, subID, owner, id)
-	if err == nil && tag.RowsAffected() == 0 {
-		return ErrLeaseLost
-	}
-	return err
-}
-
-// DeliveryFailed records a failed attempt and releases the subscription. With
-// giveUp the notification is set aside (failed_at) so later ones can flow;
-// otherwise it is retried after next, and blocks the subscription until then
-// to keep the order.
-func (s *Store) DeliveryFailed(ctx context.Context, subID, owner string, id int64, cause string, next time.Duration, giveUp bool) error {
-	return inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE notification_outbox o SET attempts=o.attempts+1, last_error=$4,
-			next_attempt_at=now()+$5::interval, failed_at=CASE WHEN $6 THEN now() END
-			FROM subscriptions s WHERE o.id=$3 AND s.id=$1 AND s.delivery_owner=$2 AND o.subscription_id=s.id`,
-			subID, owner, id, cause, next.String(), giveUp)
-		if err != nil {
+		RETURNING `+subCols, owner, lease.String()).QueryRow(func(row pgx.Row) error {
+			var err error
+			sub, err = scanSub(row)
+			if errors.Is(err, ErrNotFound) {
+				return nil
+			}
 			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return ErrLeaseLost
-		}
-		_, err = tx.Exec(ctx, `UPDATE subscriptions SET delivery_owner=NULL, delivery_until=NULL WHERE id=$1 AND delivery_owner=$2`, subID, owner)
-		return err
+		})
+		b.Queue(`SELECT id, notification_id, subscription_id, event, attempts, created_at
+		FROM notification_outbox WHERE subscription_id = (SELECT id FROM subscriptions WHERE delivery_owner=$1)
+			AND delivered_at IS NULL AND failed_at IS NULL ORDER BY id LIMIT $2`, owner, max).Query(func(rows pgx.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				var d Delivery
+				var ev []byte
+				if err := rows.Scan(&d.ID, &d.NotificationID, &d.SubscriptionID, &ev, &d.Attempts, &d.CreatedAt); err != nil {
+					return err
+				}
+				if err := json.Unmarshal(ev, &d.Event); err != nil {
+					return err
+				}
+				out = append(out, d)
+			}
+			return rows.Err()
+		})
+		return tx.SendBatch(ctx, &b).Close()
 	})
+	if err != nil || sub == nil {
+		return nil, nil, err
+	}
+	return sub, out, nil
 }
 
-// ReleaseSubscription ends a delivery lease.
-func (s *Store) ReleaseSubscription(ctx context.Context, subID, owner string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE subscriptions SET delivery_owner=NULL, delivery_until=NULL WHERE id=$1 AND delivery_owner=$2`, subID, owner)
-	return err
+// DeliveryFailure is the failed attempt that ended a delivery round.
+type DeliveryFailure struct {
+	ID    int64
+	Cause string
+	// Next is when to try again; GiveUp sets the notification aside
+	// (failed_at) instead, so later ones can flow.
+	Next   time.Duration
+	GiveUp bool
+}
+
+// EndDelivery records a delivery round of a leased subscription in one
+// transaction and releases the lease: the notifications delivered, in order,
+// and the failure that stopped the round (nil: none). A failed notification is
+// retried after failure.Next and blocks the subscription until then, to keep
+// the order. Fenced by the lease: ErrLeaseLost, and nothing recorded, when
+// another notifier holds the subscription now.
+//
+// The commit does not wait for the WAL flush (synchronous_commit off): a
+// database crash may forget the last fraction of a second of these records,
+// and the notifications they cover are then sent again — with their
+// notification ids, as after any crash between a send and its record. A
+// crash of the VNFM loses nothing: the commit is done when this returns.
+func (s *Store) EndDelivery(ctx context.Context, subID, owner string, delivered []int64, failure *DeliveryFailure) error {
+	return inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var b pgx.Batch
+		b.Queue(`SET LOCAL synchronous_commit = off`)
+		fence := func(want int) func(pgconn.CommandTag) error {
+			return func(tag pgconn.CommandTag) error {
+				if tag.RowsAffected() != int64(want) {
+					return ErrLeaseLost
+				}
+				return nil
+			}
+		}
+		if len(delivered) > 0 {
+			b.Queue(`UPDATE notification_outbox o SET delivered_at=now(), attempts=o.attempts+1, last_error=NULL
+				FROM subscriptions s WHERE o.id = ANY($3) AND s.id=$1 AND s.delivery_owner=$2 AND o.subscription_id=s.id`,
+				subID, owner, delivered).Exec(fence(len(delivered)))
+		}
+		if f := failure; f != nil {
+			b.Queue(`UPDATE notification_outbox o SET attempts=o.attempts+1, last_error=$4,
+				next_attempt_at=now()+$5::interval, failed_at=CASE WHEN $6 THEN now() END
+				FROM subscriptions s WHERE o.id=$3 AND s.id=$1 AND s.delivery_owner=$2 AND o.subscription_id=s.id`,
+				subID, owner, f.ID, f.Cause, f.Next.String(), f.GiveUp).Exec(fence(1))
+		}
+		b.Queue(`UPDATE subscriptions SET delivery_owner=NULL, delivery_until=NULL WHERE id=$1 AND delivery_owner=$2`, subID, owner)
+		return tx.SendBatch(ctx, &b).Close()
+	})
 }
 
 // PruneDelivered deletes delivered notifications older than age.

@@ -1,0 +1,138 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/lccn"
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
+)
+
+func newOps(t *testing.T, st *store.Store, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		op, err := st.CreateOpOcc(context.Background(), store.NewOp{ID: uuid.NewString(), VnfInstanceID: newInstance(t, st, "i"),
+			Operation: model.OpInstantiate, OperationParams: []byte(`{}`), Verb: "instantiated"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = op.ID
+	}
+	return ids
+}
+
+// ClaimN takes the oldest ready ops in one transaction, each with a lease
+// owner of its own, and queues their PROCESSING notifications in that order.
+func TestClaimNTakesSeveralOldestFirst(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	if _, err := st.CreateSubscription(ctx, &store.Subscription{ID: uuid.NewString(), CallbackURI: "http://127.0.0.1:1/n",
+		Filter: &lccn.Filter{}}); err != nil {
+		t.Fatal(err)
+	}
+	ids := newOps(t, st, 5)
+	ops, err := st.ClaimN(ctx, "engine-1", time.Minute, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ops) != 3 {
+		t.Fatalf("claimed %d ops, want 3", len(ops))
+	}
+	owners := map[string]bool{}
+	for i, op := range ops {
+		if op.ID != ids[i] || op.OperationState != model.StateProcessing || op.Attempts != 1 {
+			t.Fatalf("claim %d: %s %s attempt %d, want %s PROCESSING attempt 1", i, op.ID, op.OperationState, op.Attempts, ids[i])
+		}
+		if !strings.HasPrefix(op.LeaseOwner, "engine-1/") || owners[op.LeaseOwner] {
+			t.Fatalf("lease owner %q: want engine-1/<unique>", op.LeaseOwner)
+		}
+		owners[op.LeaseOwner] = true
+	}
+	rest, err := st.ClaimN(ctx, "engine-2", time.Minute, 10)
+	if err != nil || len(rest) != 2 || rest[0].ID != ids[3] || rest[1].ID != ids[4] {
+		t.Fatalf("second claim: %v %d ops", err, len(rest))
+	}
+	_, ds, err := st.ClaimSubscription(ctx, "n", time.Minute, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var processing []string
+	for _, d := range ds {
+		if d.Event.OperationState == model.StateProcessing {
+			processing = append(processing, d.Event.OpOccID)
+		}
+	}
+	if strings.Join(processing, ",") != strings.Join(ids, ",") {
+		t.Fatalf("PROCESSING notifications in order %v, want %v", processing, ids)
+	}
+}
+
+// A group of writes commits together; a write whose lease is lost changes
+// nothing and only it fails; a write that makes its statement fail is
+// retried alone, so the others still land.
+func TestWriteOpsGroup(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	newOps(t, st, 3)
+	ops, err := st.ClaimN(ctx, "e", time.Minute, 3)
+	if err != nil || len(ops) != 3 {
+		t.Fatalf("claim: %v %d", err, len(ops))
+	}
+	begin := func(op *store.OpOcc, owner, step string) store.OpWrite {
+		return store.OpWrite{OpOccID: op.ID, Owner: owner, Journal: []store.JournalWrite{{Kind: store.JournalBeginKind,
+			Entry: store.JournalEntry{OpOccID: op.ID, Phase: store.PhaseRun, Step: step}}}}
+	}
+	end := func(op *store.OpOcc, step string) store.OpWrite {
+		return store.OpWrite{OpOccID: op.ID, Owner: op.LeaseOwner, Work: []byte(`{"instance":null}`),
+			Journal: []store.JournalWrite{{Kind: store.JournalEndKind,
+				Entry: store.JournalEntry{OpOccID: op.ID, Phase: store.PhaseRun, Step: step, State: model.StepCompleted}}}}
+	}
+	res := st.WriteOps(ctx, []store.OpWrite{
+		begin(ops[0], ops[0].LeaseOwner, "a"), begin(ops[1], "someone-else", "a"), begin(ops[2], ops[2].LeaseOwner, "a"),
+		end(ops[0], "a"),
+	})
+	if res[0].Err != nil || res[2].Err != nil || res[3].Err != nil || !errors.Is(res[1].Err, store.ErrLeaseLost) {
+		t.Fatalf("results: %v %v %v %v", res[0].Err, res[1].Err, res[2].Err, res[3].Err)
+	}
+	j, err := st.Journal(ctx, []string{ops[0].ID, ops[1].ID, ops[2].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := j[ops[0].ID]; len(e) != 1 || e[0].State != model.StepCompleted || e[0].Attempt != 1 {
+		t.Fatalf("op 0 journal: %+v (begin then end in one group, in order)", e)
+	}
+	if len(j[ops[1].ID]) != 0 {
+		t.Fatalf("a fenced-out write landed: %+v", j[ops[1].ID])
+	}
+	if e := j[ops[2].ID]; len(e) != 1 || e[0].State != "RUNNING" {
+		t.Fatalf("op 2 journal: %+v", e)
+	}
+	// A bad write (a phase the schema refuses) fails alone.
+	bad := begin(ops[1], ops[1].LeaseOwner, "b")
+	bad.Journal[0].Entry.Phase = "sideways"
+	res = st.WriteOps(ctx, []store.OpWrite{begin(ops[0], ops[0].LeaseOwner, "b"), bad, begin(ops[2], ops[2].LeaseOwner, "b")})
+	if res[0].Err != nil || res[1].Err == nil || res[2].Err != nil {
+		t.Fatalf("results: %v %v %v", res[0].Err, res[1].Err, res[2].Err)
+	}
+	j, _ = st.Journal(ctx, []string{ops[0].ID, ops[2].ID})
+	if len(j[ops[0].ID]) != 2 || len(j[ops[2].ID]) != 2 {
+		t.Fatalf("the good writes of a failed group did not land alone: %d %d entries", len(j[ops[0].ID]), len(j[ops[2].ID]))
+	}
+	// A finish ends the lease; later writes of the old owner are fenced out.
+	res = st.WriteOps(ctx, []store.OpWrite{{OpOccID: ops[0].ID, Owner: ops[0].LeaseOwner, Finish: &store.Finish{State: model.StateFailedTemp, KeepWork: true}},
+		begin(ops[0], ops[0].LeaseOwner, "c")})
+	if res[0].Err != nil || res[0].Op == nil || res[0].Op.OperationState != model.StateFailedTemp || !errors.Is(res[1].Err, store.ErrLeaseLost) {
+		t.Fatalf("finish then write: %+v %v", res[0], res[1].Err)
+	}
+	got, err := st.GetOpOcc(ctx, ops[0].ID)
+	if err != nil || len(got.Work) == 0 {
+		t.Fatalf("FAILED_TEMP keeps the work written before it: %v %q", err, got.Work)
+	}
+}
