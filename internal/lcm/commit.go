@@ -26,7 +26,7 @@ type committer struct {
 
 type pendingWrite struct {
 	w    store.OpWrite
-	what string                    // checkpoint name
+	what string                   // checkpoint name
 	res  chan store.OpWriteResult // nil: asynchronous, nobody waits
 }
 

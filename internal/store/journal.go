@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"time"
-
 )
 
 // Journal phases.
