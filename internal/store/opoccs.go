@@ -136,11 +136,7 @@ func (s *Store) CreateOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
 			}
 			return err
 		})
-		b.Queue(selectTargets).Query(func(rows pgx.Rows) error {
-			var err error
-			targets, err = scanTargets(rows)
-			return err
-		})
+		queueTargets(&b, &targets)
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return err
 		}
@@ -161,9 +157,7 @@ func (s *Store) CreateOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
 		}
 		// The instance is locked: as read above, it is what the event reports.
 		var nb pgx.Batch
-		ev := lccn.Event{Type: lccn.TypeOpOcc, OpOccID: created.ID, Operation: created.Operation, OperationState: created.OperationState,
-			IsAutomaticInvocation: created.IsAutomaticInvocation, Op: &created.VnfLcmOpOcc, Instance: lccn.InstanceOf(&in.VnfInstance)}
-		if err := queueOutbox(&nb, targets, ev); err != nil {
+		if err := queueOutbox(&nb, targets, opEventOf(created, lccn.InstanceOf(&in.VnfInstance))); err != nil {
 			return err
 		}
 		if nb.Len() > 0 {
@@ -357,11 +351,7 @@ func notifyOps(ctx context.Context, tx pgx.Tx, ops []*OpOcc) error {
 	var targets []target
 	insts := map[string]lccn.Instance{}
 	var b pgx.Batch
-	b.Queue(selectTargets).Query(func(rows pgx.Rows) error {
-		var err error
-		targets, err = scanTargets(rows)
-		return err
-	})
+	queueTargets(&b, &targets)
 	b.Queue(`SELECT `+instanceCols+` FROM vnf_instances WHERE id = ANY($1::uuid[])`, ids).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
 		for rows.Next() {
@@ -378,20 +368,11 @@ func notifyOps(ctx context.Context, tx pgx.Tx, ops []*OpOcc) error {
 	}
 	var nb pgx.Batch
 	for _, op := range ops {
-		ev := lccn.Event{Type: lccn.TypeOpOcc, OpOccID: op.ID, Operation: op.Operation, OperationState: op.OperationState,
-			IsAutomaticInvocation: op.IsAutomaticInvocation, Op: &op.VnfLcmOpOcc, Instance: insts[op.VnfInstanceID]}
-		if ev.Instance.ID == "" {
-			ev.Instance.ID = op.VnfInstanceID
-		}
-		if err := queueOutbox(&nb, targets, ev); err != nil {
+		if err := queueOutbox(&nb, targets, opEventOf(op, insts[op.VnfInstanceID])); err != nil {
 			return err
 		}
 	}
-	if nb.Len() == 0 {
-		return nil
-	}
-	nb.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox)
-	return tx.SendBatch(ctx, &nb).Close()
+	return sendOutbox(ctx, tx, &nb)
 }
 
 // Heartbeat renews the lease and reports a pending cancel.

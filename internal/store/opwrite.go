@@ -155,11 +155,7 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 		}
 		var targets []target
 		if anyFinish {
-			b.Queue(selectTargets).Query(func(rows pgx.Rows) error {
-				var err error
-				targets, err = scanTargets(rows)
-				return err
-			})
+			queueTargets(&b, &targets)
 		}
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return err
@@ -174,30 +170,20 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 			if op == nil || out[i].Err != nil {
 				continue
 			}
-			ev := lccn.Event{Type: lccn.TypeOpOcc, OpOccID: op.ID, Operation: op.Operation, OperationState: op.OperationState,
-				IsAutomaticInvocation: op.IsAutomaticInvocation, Op: &op.VnfLcmOpOcc}
+			var (
+				ev  lccn.Event
+				err error
+			)
 			if in := ws[i].Finish.Instance; in != nil {
-				ev.Instance = lccn.InstanceOf(in)
-			} else {
-				stored, err := scanInstance(tx.QueryRow(ctx, `SELECT `+instanceCols+` FROM vnf_instances WHERE id=$1`, op.VnfInstanceID))
-				switch {
-				case errors.Is(err, ErrNotFound):
-					ev.Instance = lccn.Instance{ID: op.VnfInstanceID}
-				case err != nil:
-					return err
-				default:
-					ev.Instance = lccn.InstanceOf(&stored.VnfInstance)
-				}
+				ev = opEventOf(op, lccn.InstanceOf(in))
+			} else if ev, err = opEvent(ctx, tx, op); err != nil { // the instance as stored
+				return err
 			}
 			if err := queueOutbox(&nb, targets, ev); err != nil {
 				return err
 			}
 		}
-		if nb.Len() == 0 {
-			return nil
-		}
-		nb.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox)
-		return tx.SendBatch(ctx, &nb).Close()
+		return sendOutbox(ctx, tx, &nb)
 	})
 	if err != nil {
 		return nil, err

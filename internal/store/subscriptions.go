@@ -103,11 +103,10 @@ func enqueue(ctx context.Context, tx pgx.Tx, ev lccn.Event) error {
 		return err
 	}
 	var b pgx.Batch
-	if err := queueOutbox(&b, targets, ev); err != nil || b.Len() == 0 {
+	if err := queueOutbox(&b, targets, ev); err != nil {
 		return err
 	}
-	b.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox)
-	return tx.SendBatch(ctx, &b).Close()
+	return sendOutbox(ctx, tx, &b)
 }
 
 // selectTargets reads every subscription's filter (scanTargets).
@@ -166,10 +165,36 @@ func queueOutbox(b *pgx.Batch, targets []target, ev lccn.Event) error {
 	return nil
 }
 
+// opEventOf is the event of an op occurrence's new state, about instance in.
+func opEventOf(op *OpOcc, in lccn.Instance) lccn.Event {
+	if in.ID == "" {
+		in.ID = op.VnfInstanceID
+	}
+	return lccn.Event{Type: lccn.TypeOpOcc, OpOccID: op.ID, Operation: op.Operation, OperationState: op.OperationState,
+		IsAutomaticInvocation: op.IsAutomaticInvocation, Op: &op.VnfLcmOpOcc, Instance: in}
+}
+
+// queueTargets queues the read of every subscription (for queueOutbox) into *dst.
+func queueTargets(b *pgx.Batch, dst *[]target) {
+	b.Queue(selectTargets).Query(func(rows pgx.Rows) error {
+		var err error
+		*dst, err = scanTargets(rows)
+		return err
+	})
+}
+
+// sendOutbox sends the outbox rows queued in nb with the notifiers' wake-up.
+func sendOutbox(ctx context.Context, tx pgx.Tx, nb *pgx.Batch) error {
+	if nb.Len() == 0 {
+		return nil
+	}
+	nb.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox)
+	return tx.SendBatch(ctx, nb).Close()
+}
+
 // opEvent builds the event of an op occurrence's new state (instance read in tx).
 func opEvent(ctx context.Context, tx pgx.Tx, op *OpOcc) (lccn.Event, error) {
-	ev := lccn.Event{Type: lccn.TypeOpOcc, OpOccID: op.ID, Operation: op.Operation, OperationState: op.OperationState,
-		IsAutomaticInvocation: op.IsAutomaticInvocation, Op: &op.VnfLcmOpOcc}
+	ev := opEventOf(op, lccn.Instance{})
 	in, err := scanInstance(tx.QueryRow(ctx, `SELECT `+instanceCols+` FROM vnf_instances WHERE id=$1`, op.VnfInstanceID))
 	if errors.Is(err, ErrNotFound) {
 		ev.Instance = lccn.Instance{ID: op.VnfInstanceID}
