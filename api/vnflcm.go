@@ -40,7 +40,14 @@ func (a *API) listInstances(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, err)
 		return
 	}
-	rows, more, err := a.svc.ListInstances(r.Context(), store.Page{Filter: lq.filter, Fields: a.instFields, After: lq.after, Limit: a.cfg.PageSize})
+	// Complex attributes the selection leaves out are not read at all.
+	var omit []string
+	for _, d := range instanceDefaultExcluded {
+		if lq.selector.Drops(d[0], instanceDefaultExcluded) {
+			omit = append(omit, d[0])
+		}
+	}
+	rows, more, err := a.svc.ListInstances(r.Context(), store.Page{Filter: lq.filter, Fields: a.instFields, After: lq.after, Limit: a.cfg.PageSize, Omit: omit})
 	if err != nil {
 		a.writeProblem(w, r, err)
 		return

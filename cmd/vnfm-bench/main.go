@@ -66,7 +66,7 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 64, "engine: VNFM_WORKERS of the VNFM under test (64 is the default)")
 	flag.IntVar(&o.clients, "clients", 16, "reads: concurrent HTTP clients, and pgbench clients")
 	flag.DurationVar(&o.readFor, "read-for", 10*time.Second, "reads: duration of each rate measurement")
-	flag.IntVar(&o.rows, "rows", 100000, "list: instances bulk-loaded for the filtered list")
+	flag.IntVar(&o.rows, "rows", 1000000, "list: instances bulk-loaded (COPY) for the filtered lists")
 	flag.IntVar(&o.hosts, "hosts", 100, "ssh: test hosts for the fan-out (needs root)")
 	flag.DurationVar(&o.stepT, "step-t", 2*time.Second, "cluster: time t that the stand-in's kubeadm init and join take (sleep before their work)")
 	flag.BoolVar(&o.profile, "profile", false, "save CPU profiles of the VNFM process (engine and read phases) next to the results")

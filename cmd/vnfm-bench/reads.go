@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 )
@@ -238,11 +239,27 @@ func (b *bench) pgbench(bin string, clients int, d time.Duration) (float64, cpuU
 	return tps, cpu, nil
 }
 
-// list bulk-loads instances with COPY and pages through a filtered list.
-func (b *bench) list() error {
-	t0 := time.Now()
-	rows := b.o.rows
-	providers := []string{"ACME", "Globex"}
+// bulkLoad writes rows NOT_INSTANTIATED instances into vnf_instances with
+// COPY, as a bulk load is done: the secondary indexes are dropped first and
+// built again after (faster than a million index insertions), with ids in
+// time order (UUIDv7, as the primary key index likes them), then ANALYZE.
+// A tenth of the rows each have vnfProvider ACME and metadata.tier gold
+// (not the same tenth), the rest Globex and silver.
+func bulkLoad(ctx context.Context, pool *pgxpool.Pool, rows int) (int64, error) {
+	var defs []string
+	err := pool.QueryRow(ctx, `SELECT coalesce(array_agg(indexdef), '{}') FROM pg_indexes i
+		WHERE tablename = 'vnf_instances' AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)`).Scan(&defs)
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range defs {
+		name := strings.Fields(strings.SplitN(d, " ON ", 2)[0])
+		if _, err := pool.Exec(ctx, "DROP INDEX "+pgx.Identifier{name[len(name)-1]}.Sanitize()); err != nil {
+			return 0, err
+		}
+	}
+	pkg := uuid.MustParse(lcmtest.PackageID)
+	row := make([]any, 10)
 	src := pgx.CopyFromFunc(func() func() ([]any, error) {
 		i := 0
 		return func() ([]any, error) {
@@ -250,22 +267,45 @@ func (b *bench) list() error {
 				return nil, nil
 			}
 			i++
-			tier := "silver"
+			provider, tier := "Globex", "silver"
 			if i%10 == 0 {
 				tier = "gold"
 			}
-			return []any{uuid.New(), fmt.Sprintf("bulk-%06d", i), lcmtest.VnfdID, uuid.MustParse(lcmtest.PackageID),
-				providers[i%2], "Sample K8s", "1.0", "1.0", "NOT_INSTANTIATED",
-				map[string]any{"tier": tier, "owner": "team-" + strconv.Itoa(i%17)}}, nil
+			if i%10 == 5 {
+				provider = "ACME"
+			}
+			id, err := uuid.NewV7()
+			if err != nil {
+				return nil, err
+			}
+			row[0], row[1], row[2], row[3] = id, fmt.Sprintf("bulk-%07d", i), lcmtest.VnfdID, pkg
+			row[4], row[5], row[6], row[7], row[8] = provider, "Sample K8s", "1.0", "1.0", "NOT_INSTANTIATED"
+			// Encoded JSON: pgx passes []byte to jsonb as it is.
+			row[9] = []byte(`{"tier":"` + tier + `","owner":"team-` + strconv.Itoa(i%17) + `"}`)
+			return row, nil
 		}
 	}())
-	n, err := b.pool.CopyFrom(b.ctx, pgx.Identifier{"vnf_instances"},
+	n, err := pool.CopyFrom(ctx, pgx.Identifier{"vnf_instances"},
 		[]string{"id", "vnf_instance_name", "vnfd_id", "vnf_pkg_id", "vnf_provider", "vnf_product_name",
 			"vnf_software_version", "vnfd_version", "instantiation_state", "metadata"}, src)
 	if err != nil {
-		return fmt.Errorf("COPY: %w", err)
+		return 0, fmt.Errorf("COPY: %w", err)
 	}
-	if err := b.exec(b.ctx, "ANALYZE vnf_instances"); err != nil {
+	for _, d := range defs {
+		if _, err := pool.Exec(ctx, d); err != nil {
+			return 0, fmt.Errorf("%s: %w", d, err)
+		}
+	}
+	_, err = pool.Exec(ctx, "ANALYZE vnf_instances")
+	return n, err
+}
+
+// list bulk-loads instances with COPY and pages through a filtered list.
+func (b *bench) list() error {
+	t0 := time.Now()
+	rows := b.o.rows
+	n, err := bulkLoad(b.ctx, b.pool, rows)
+	if err != nil {
 		return err
 	}
 	logf("bulk-loaded %d instances in %v", n, time.Since(t0).Round(time.Millisecond))
@@ -278,7 +318,7 @@ func (b *bench) list() error {
 	}
 	var figs []listing
 	figs = append(figs,
-		listing{"list.filter_indexed", "page of GET /vnf_instances?filter=(eq,vnfProvider,ACME)", "(eq,vnfProvider,ACME)", rows / 2},
+		listing{"list.filter_indexed", "page of GET /vnf_instances?filter=(eq,vnfProvider,ACME)", "(eq,vnfProvider,ACME)", (rows + 5) / 10},
 		listing{"list.filter_document", "page of GET /vnf_instances?filter=(eq,metadata/tier,gold)", "(eq,metadata/tier,gold)", rows / 10})
 	for _, l := range figs {
 		lats, items, pages, err := b.pageAll("/vnflcm/v1/vnf_instances?filter=" + url.QueryEscape(l.filter))
@@ -287,6 +327,9 @@ func (b *bench) list() error {
 		}
 		f := Figure{ID: l.id, Group: "list", Unit: "ms", Title: l.title, Dist: distOf(lats),
 			Note: fmt.Sprintf("%d items in %d pages of %d instances", items, pages, rows)}
+		if l.id == "list.filter_document" {
+			f.Goals = []Goal{{What: "p99", Op: "<=", Limit: 50}}
+		}
 		if items != l.want {
 			f.Status = StatusError
 			f.Note = fmt.Sprintf("listed %d items, want %d", items, l.want)
@@ -294,8 +337,8 @@ func (b *bench) list() error {
 		b.res.add(f)
 	}
 	b.res.add(Figure{ID: "list.server_rss", Group: "list", Unit: "MiB", Title: fmt.Sprintf("VNFM RSS while listing %d instances (peak)", rows),
-		Value: ptr(float64(procStatus(b.vnfmPID, "VmHWM")) / 1024),
-		Note:  fmt.Sprintf("RSS %.1f MiB before the listing, %.1f MiB after", float64(rssBefore)/1024, float64(procStatus(b.vnfmPID, "VmRSS"))/1024)})
+		Value: ptr(float64(procStatus(b.vnfmPID, "VmHWM")) / 1024), Goals: []Goal{{Op: "<=", Limit: 64}},
+		Note: fmt.Sprintf("RSS %.1f MiB before the listing, %.1f MiB after", float64(rssBefore)/1024, float64(procStatus(b.vnfmPID, "VmRSS"))/1024)})
 	return nil
 }
 

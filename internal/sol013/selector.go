@@ -151,6 +151,37 @@ func (s *Selector) Apply(doc map[string]any, defaultExcluded [][]string) {
 	}
 }
 
+// Drops reports whether Apply removes the top-level attribute attr
+// whatever its value, so that a store need not read it at all.
+func (s *Selector) Drops(attr string, defaultExcluded [][]string) bool {
+	if s == nil {
+		s = &Selector{}
+	}
+	if s.AllFields || attr == "id" || attr == "_links" {
+		return false
+	}
+	if len(s.ExcludeFields) > 0 {
+		for _, p := range s.ExcludeFields {
+			if len(p) == 1 && p[0] == attr {
+				return true
+			}
+		}
+		return false
+	}
+	for _, d := range defaultExcluded {
+		if len(d) != 1 || d[0] != attr {
+			continue
+		}
+		for _, f := range s.Fields {
+			if len(f) > 0 && f[0] == attr {
+				return false // listed whole, or a branch of it
+			}
+		}
+		return true
+	}
+	return false
+}
+
 func hasPrefix(path, prefix []string) bool {
 	if len(prefix) > len(path) {
 		return false

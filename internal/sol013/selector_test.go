@@ -156,6 +156,22 @@ func TestSelectorApply(t *testing.T) {
 				got, _ := json.Marshal(doc)
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
+			// What Drops names is gone from the result, so a document
+			// read without it selects the same.
+			lean := decodeDoc(t, selectorDoc, true)
+			for k := range lean {
+				if sel.Drops(k, defaultExcluded) {
+					if _, ok := want[k]; ok {
+						t.Errorf("Drops(%s), but the selection shows it", k)
+					}
+					delete(lean, k)
+				}
+			}
+			sel.Apply(lean, defaultExcluded)
+			if !reflect.DeepEqual(lean, want) {
+				got, _ := json.Marshal(lean)
+				t.Errorf("without the dropped attributes: got  %s\nwant %s", got, tt.want)
+			}
 		})
 	}
 }

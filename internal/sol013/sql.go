@@ -42,6 +42,24 @@ type SQLColumns map[string]string
 // mapping or a Filter built in code with text PostgreSQL cannot hold. A nil
 // or empty filter yields "TRUE".
 func (f *Filter) SQL(docColumn string, cols SQLColumns, root *Field, argOffset int) (string, []any, error) {
+	return f.SQLIndexed(docColumn, cols, nil, root, argOffset)
+}
+
+// JSONColumns maps top-level attributes whose value a store also keeps in
+// a jsonb column of its own (e.g. "metadata" → "metadata") to that column:
+// the attribute's value as the document has it, object members whose value
+// is null aside (they never match a term), NULL when the attribute is
+// missing. Keys and columns come from the program, never from a request.
+type JSONColumns map[string]string
+
+// SQLIndexed is SQL that also tests, for an eq or in term on a path inside
+// an attribute of jcols whose values are all plain strings (not numbers or
+// booleans, which the document may hold as either type), the column with
+// the same comparison written as a constant jsonpath: `col @? path`, which
+// a GIN index (jsonb_path_ops) on the column answers. That test is true
+// whenever the term is, so the result is the same as SQL's; only the plan
+// changes. The jsonpath is an argument like every value.
+func (f *Filter) SQLIndexed(docColumn string, cols SQLColumns, jcols JSONColumns, root *Field, argOffset int) (string, []any, error) {
 	if f == nil || len(f.Terms) == 0 {
 		return "TRUE", nil, nil
 	}
@@ -69,6 +87,9 @@ func (f *Filter) SQL(docColumn string, cols SQLColumns, root *Field, argOffset i
 			cond = b.docInstantCond(t, docColumn)
 		} else {
 			cond = b.docCond(t, docColumn)
+			if col, ok := jcols[t.Path[0]]; ok && (t.Op == OpEq || t.Op == OpIn) && plainStrings(t.Values) {
+				cond = "(" + cond + " AND " + col + " @? " + b.arg(columnPath(t.Path[1:], t.Values)) + "::jsonpath)"
+			}
 		}
 		// A NULL column means a missing attribute: the positive condition
 		// is then NULL, which WHERE treats as false, and COALESCE makes its
@@ -216,6 +237,28 @@ func (b *sqlBuilder) docInstantCond(t Term, doc string) string {
 		pred = v + " " + sqlCmp[op] + " " + b.arg(vals[0]) + "::timestamptz"
 	}
 	return "EXISTS (SELECT 1 FROM " + from + " AS sol013(sol013_v) WHERE " + pred + ")"
+}
+
+// plainStrings reports whether no value can be read as a JSON number or
+// boolean: docCond then compares with strings only.
+func plainStrings(vals []string) bool {
+	for _, v := range vals {
+		if _, ok := filterNumber(v); ok || v == "true" || v == "false" {
+			return false
+		}
+	}
+	return true
+}
+
+// columnPath is the jsonpath, on the column that holds an attribute, of
+// an eq/in term on path inside it with string values: docCond's test with
+// the values as jsonpath string literals instead of variables.
+func columnPath(path []string, vals []string) string {
+	preds := make([]string, len(vals))
+	for i, v := range vals {
+		preds[i] = "@ == " + jsonPathString(v)
+	}
+	return jsonPath(path) + " ? (" + strings.Join(preds, " || ") + ")"
 }
 
 // instantValues normalises date-time filter values (checked by Validate)

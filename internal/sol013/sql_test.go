@@ -231,8 +231,12 @@ func createDocs(t *testing.T, conn *pgx.Conn) []map[string]any {
 			size bigint GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(doc->'size') = 'number' THEN (doc->>'size')::bigint END) STORED,
 			enabled boolean GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(doc->'enabled') = 'boolean' THEN (doc->'enabled')::boolean END) STORED,
 			flavour text GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(doc->'instantiatedVnfInfo'->'flavourId') = 'string' THEN doc->'instantiatedVnfInfo'->>'flavourId' END) STORED,
-			created timestamptz
-		)`)
+			created timestamptz,
+			md jsonb GENERATED ALWAYS AS (doc->'metadata') STORED,
+			ext jsonb GENERATED ALWAYS AS (doc->'extensions') STORED,
+			tg jsonb GENERATED ALWAYS AS (doc->'tags') STORED
+		);
+		CREATE INDEX ON sol013_docs USING gin (md jsonb_path_ops)`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,11 +257,31 @@ func createDocs(t *testing.T, conn *pgx.Conn) []map[string]any {
 	return docs
 }
 
-// compareSQL runs f through SQL and Match and reports any difference. It
-// returns the number of matching documents.
+// testJSONColumns are the jsonb columns of the test table (createDocs).
+var testJSONColumns = JSONColumns{"metadata": "md", "extensions": "ext", "tags": "tg"}
+
+// compareSQL runs f through SQL and Match and reports any difference; then
+// through SQLIndexed with the table's jsonb columns, once more with the
+// planner made to use the GIN index where it can. It returns the number of
+// matching documents.
 func compareSQL(t *testing.T, conn *pgx.Conn, docs []map[string]any, f *Filter, cols SQLColumns, root *Field) int {
 	t.Helper()
-	where, args, err := f.SQL("doc", cols, root, 1)
+	n := compareSQLWith(t, conn, docs, f, cols, nil, root)
+	compareSQLWith(t, conn, docs, f, cols, testJSONColumns, root)
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	compareSQLWith(t, conn, docs, f, cols, testJSONColumns, root)
+	if _, err := conn.Exec(ctx, "RESET enable_seqscan"); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func compareSQLWith(t *testing.T, conn *pgx.Conn, docs []map[string]any, f *Filter, cols SQLColumns, jcols JSONColumns, root *Field) int {
+	t.Helper()
+	where, args, err := f.SQLIndexed("doc", cols, jcols, root, 1)
 	if err != nil {
 		t.Errorf("%s: SQL: %v", f, err)
 		return 0
@@ -281,7 +305,7 @@ func compareSQL(t *testing.T, conn *pgx.Conn, docs []map[string]any, f *Filter, 
 	}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("%s (columns %v): SQL and Match differ\n  SQL:   %v\n  Match: %v\n  where: %s\n  args:  %q", f, cols != nil, got, want, where, args)
+		t.Errorf("%s (columns %v, jsonb columns %v): SQL and Match differ\n  SQL:   %v\n  Match: %v\n  where: %s\n  args:  %q", f, cols != nil, jcols != nil, got, want, where, args)
 	}
 	return len(want)
 }
@@ -399,7 +423,8 @@ func TestSQLRandomFilters(t *testing.T) {
 func TestSQLOddStrings(t *testing.T) {
 	conn := testConn(t)
 	ctx := context.Background()
-	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE sol013_odd (id text PRIMARY KEY, doc jsonb NOT NULL)`); err != nil {
+	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE sol013_odd (id text PRIMARY KEY, doc jsonb NOT NULL,
+		md jsonb GENERATED ALWAYS AS (doc->'metadata') STORED)`); err != nil {
 		t.Fatal(err)
 	}
 	keyRunes := []rune(`ab"\$.*[]?@!%&|=<>{}+- ` + "é日🚀\u2028\u00a0~`^#:")
@@ -446,29 +471,66 @@ func TestSQLOddStrings(t *testing.T) {
 			if err != nil {
 				t.Fatalf("canonical form of %#v does not parse: %v", term, err)
 			}
-			where, args, err := f.SQL("doc", nil, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rows, err := conn.Query(ctx, "SELECT id FROM sol013_odd WHERE "+where+" ORDER BY id", args...)
-			if err != nil {
-				t.Fatalf("%s: %v\nargs %q", f, err, args)
-			}
-			got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				t.Fatalf("%s: %v\nargs %q", f, err, args)
-			}
 			var want []string
 			for _, d := range docs {
 				if f.Match(d) {
 					want = append(want, d["id"].(string))
 				}
 			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("%s: SQL %v, Match %v\nargs %q", f, got, want, args)
-			}
 			if term.Op == OpEq && len(want) == 0 {
 				t.Fatalf("%s matched nothing, but a document holds that pair", f)
+			}
+			// Through the document, and also through the metadata column.
+			for _, jcols := range []JSONColumns{nil, {"metadata": "md"}} {
+				where, args, err := f.SQLIndexed("doc", nil, jcols, nil, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows, err := conn.Query(ctx, "SELECT id FROM sol013_odd WHERE "+where+" ORDER BY id", args...)
+				if err != nil {
+					t.Fatalf("%s: %v\nargs %q", f, err, args)
+				}
+				got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+				if err != nil {
+					t.Fatalf("%s: %v\nargs %q", f, err, args)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s (jsonb columns %v): SQL %v, Match %v\nargs %q", f, jcols, got, want, args)
+				}
+			}
+		}
+	}
+}
+
+// SQLIndexed adds the column's jsonpath test to positive eq/in terms with
+// string values inside a jsonb column, and to nothing else.
+func TestSQLIndexedText(t *testing.T) {
+	root := testRoot(t)
+	tests := []struct{ filter, where string }{
+		{"(eq,metadata/tier,gold)", `(jsonb_path_exists(doc, $1::text::jsonpath, $2::text::jsonb) AND md @? $3::text::jsonpath)`},
+		{"(in,metadata/a\"b,x,'y)')", `(jsonb_path_exists(doc, $1::text::jsonpath, $2::text::jsonb) AND md @? $3::text::jsonpath)`},
+		{"(eq,metadata/n,10)", `jsonb_path_exists(doc, $1::text::jsonpath, $2::text::jsonb)`},
+		{"(eq,metadata/flag,true)", `jsonb_path_exists(doc, $1::text::jsonpath, $2::text::jsonb)`},
+		{"(neq,metadata/tier,gold)", `NOT COALESCE(jsonb_path_exists(doc, $1::text::jsonpath, $2::text::jsonb), false)`},
+		{"(cont,metadata/tier,go)", `EXISTS (SELECT 1 FROM jsonb_path_query(doc, $1::text::jsonpath) AS sol013(sol013_v) WHERE jsonb_typeof(sol013_v) = 'string' AND (strpos(sol013_v #>> '{}', $2::text) > 0))`},
+		{"(eq,instantiatedVnfInfo/vnfState,STARTED)", `jsonb_path_exists(doc, $1::text::jsonpath, $2::text::jsonb)`},
+	}
+	for _, tt := range tests {
+		f, err := ParseFilter(tt.filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		where, args, err := f.SQLIndexed("doc", testColumns, testJSONColumns, root, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if where != tt.where {
+			t.Errorf("%s: where\n got %s\nwant %s", tt.filter, where, tt.where)
+		}
+		if strings.Contains(where, "@?") {
+			if p := args[len(args)-1].(string); tt.filter == "(eq,metadata/tier,gold)" && p != `$."tier" ? (@ == "gold")` ||
+				strings.HasPrefix(tt.filter, "(in") && p != `$."a\"b" ? (@ == "x" || @ == "y)")` {
+				t.Errorf("%s: column jsonpath %s", tt.filter, p)
 			}
 		}
 	}

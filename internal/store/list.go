@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,6 +16,9 @@ type Page struct {
 	Fields *sol013.Field // attribute schema of the listed resource, for typed comparisons
 	After  int64         // seq of the last row of the previous page (0 = first page)
 	Limit  int
+	// Omit names top-level attributes the caller will not show (the
+	// selector drops them): they are not read (instances' jsonb columns).
+	Omit []string
 }
 
 // Columns the filters translate to plain (indexed) SQL comparisons; every other
@@ -30,6 +34,14 @@ var (
 		"vnfdVersion":        "vnfd_version",
 		"instantiationState": "instantiation_state",
 	}
+	// The documents a client writes, kept in jsonb columns of their own with
+	// a GIN index each (migration 0010): the view's doc holds them as they
+	// are, null members stripped.
+	instanceJSONCols = sol013.JSONColumns{
+		"metadata":                  "metadata",
+		"vnfConfigurableProperties": "vnf_configurable_properties",
+		"extensions":                "extensions",
+	}
 	opFilterCols = sol013.SQLColumns{
 		"id":                    "id::text",
 		"vnfInstanceId":         "vnf_instance_id::text",
@@ -43,10 +55,10 @@ var (
 	}
 )
 
-func pageQuery(view, cols string, cmap sol013.SQLColumns, p Page) (string, []any, error) {
+func pageQuery(view, cols string, cmap sol013.SQLColumns, jmap sol013.JSONColumns, p Page) (string, []any, error) {
 	where, args := "seq > $1", []any{p.After}
 	if p.Filter != nil && len(p.Filter.Terms) > 0 {
-		w, a, err := p.Filter.SQL("doc", cmap, p.Fields, len(args))
+		w, a, err := p.Filter.SQLIndexed("doc", cmap, jmap, p.Fields, len(args))
 		if err != nil {
 			return "", nil, err
 		}
@@ -57,23 +69,49 @@ func pageQuery(view, cols string, cmap sol013.SQLColumns, p Page) (string, []any
 	return fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY seq LIMIT $%d`, cols, view, where, len(args)), args, nil
 }
 
+// instanceDocCols are the jsonb columns of the complex attributes, which a
+// page can leave out (Page.Omit).
+var instanceDocCols = map[string]string{
+	"vnfConfigurableProperties": "vnf_configurable_properties",
+	"vimConnectionInfo":         "vim_connection_info",
+	"instantiatedVnfInfo":       "instantiated_vnf_info",
+	"metadata":                  "metadata",
+	"extensions":                "extensions",
+}
+
 // ListInstances returns one page of instances and whether more rows follow.
 func (s *Store) ListInstances(ctx context.Context, p Page) ([]*Instance, bool, error) {
-	return listPage(ctx, s, "vnf_instances_doc", instanceCols, instanceFilterCols, p, scanInstance)
+	cols := instanceCols
+	if len(p.Omit) > 0 {
+		list := strings.Split(instanceCols, ",")
+		for i, c := range list {
+			for _, a := range p.Omit {
+				if instanceDocCols[a] == strings.TrimSpace(c) {
+					list[i] = " NULL::jsonb"
+				}
+			}
+		}
+		cols = strings.Join(list, ",")
+	}
+	return listPage(ctx, s, "vnf_instances_doc", cols, instanceFilterCols, instanceJSONCols, p, scanInstance)
 }
 
 // ListOpOccs returns one page of op occurrences and whether more rows follow.
 func (s *Store) ListOpOccs(ctx context.Context, p Page) ([]*OpOcc, bool, error) {
-	return listPage(ctx, s, "vnf_lcm_op_occs_doc", opCols, opFilterCols, p, scanOp)
+	return listPage(ctx, s, "vnf_lcm_op_occs_doc", opCols, opFilterCols, nil, p, scanOp)
 }
 
 // listPage reads Limit+1 rows to learn whether another page follows.
-func listPage[T any](ctx context.Context, s *Store, view, cols string, cmap sol013.SQLColumns, p Page, scan func(pgx.Row) (*T, error)) ([]*T, bool, error) {
-	q, args, err := pageQuery(view, cols, cmap, p)
+func listPage[T any](ctx context.Context, s *Store, view, cols string, cmap sol013.SQLColumns, jmap sol013.JSONColumns, p Page, scan func(pgx.Row) (*T, error)) ([]*T, bool, error) {
+	q, args, err := pageQuery(view, cols, cmap, jmap, p)
 	if err != nil {
 		return nil, false, err
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
+	// Planned for these values every time (an unnamed statement), never a
+	// cached generic plan: how many rows a filter's values match decides
+	// between reading in seq order and an index on the filter. Filters make
+	// endless statement texts, which would churn the statement cache too.
+	rows, err := s.pool.Query(ctx, q, append([]any{pgx.QueryExecModeDescribeExec}, args...)...)
 	if err != nil {
 		return nil, false, err
 	}

@@ -107,7 +107,7 @@ var packageFilterCols = map[string]string{
 
 // ListPackages returns one page of packages and whether more rows follow.
 func (s *Store) ListPackages(ctx context.Context, p Page) ([]*VnfPackage, bool, error) {
-	return listPage(ctx, s, "vnf_packages_doc", pkgCols, packageFilterCols, p, scanPackage)
+	return listPage(ctx, s, "vnf_packages_doc", pkgCols, packageFilterCols, nil, p, scanPackage)
 }
 
 // PackageUpdate is a PATCH of a package.

@@ -79,7 +79,7 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (*Subscription, 
 
 // ListSubscriptions returns one page of subscriptions.
 func (s *Store) ListSubscriptions(ctx context.Context, p Page) ([]*Subscription, bool, error) {
-	return listPage(ctx, s, "subscriptions_doc", subCols, map[string]string{"id": "id::text", "callbackUri": "callback_uri"}, p, scanSub)
+	return listPage(ctx, s, "subscriptions_doc", subCols, map[string]string{"id": "id::text", "callbackUri": "callback_uri"}, nil, p, scanSub)
 }
 
 // DeleteSubscription deletes a subscription and its undelivered notifications.

@@ -1,0 +1,12 @@
+DROP INDEX vnf_instances_metadata;
+DROP INDEX vnf_instances_vcp;
+DROP INDEX vnf_instances_extensions;
+DROP INDEX vnf_instances_product;
+DROP INDEX vnf_instances_provider;
+CREATE INDEX vnf_instances_provider ON vnf_instances (vnf_provider, vnf_product_name);
+DROP INDEX vnf_instances_state;
+CREATE INDEX vnf_instances_state ON vnf_instances (instantiation_state);
+DROP INDEX vnf_instances_vnfd_id;
+CREATE INDEX vnf_instances_vnfd_id ON vnf_instances (vnfd_id);
+DROP INDEX vnf_instances_name;
+CREATE INDEX vnf_instances_name ON vnf_instances (vnf_instance_name);
