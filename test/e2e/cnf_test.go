@@ -255,8 +255,14 @@ func (e *k8sEnv) with(t *testing.T) *k8sEnv {
 }
 
 // cnf creates a VNF instance of Tacker's package and instantiates it on the
-// cluster's VIM with these manifests, as Tacker's functional tests do.
+// cluster's VIM with these manifests (flavour simple), as Tacker's
+// functional tests do.
 func (e *k8sEnv) cnf(vnfdID, vimID string, files []string) string {
+	return e.cnfWith(vnfdID, vimID, "simple", files, nil)
+}
+
+// cnfWith is cnf with another flavour and more additionalParams.
+func (e *k8sEnv) cnfWith(vnfdID, vimID, flavour string, files []string, more map[string]any) string {
 	e.t.Helper()
 	_, doc := e.post("/vnflcm/v1/vnf_instances", map[string]any{"vnfdId": vnfdID, "vnfInstanceName": "cnf-" + e.t.Name()}, http.StatusCreated)
 	inst := doc["id"].(string)
@@ -264,9 +270,11 @@ func (e *k8sEnv) cnf(vnfdID, vimID string, files []string) string {
 	for _, f := range files {
 		defs = append(defs, "Files/kubernetes/"+f)
 	}
-	e.lcmLong(inst, "instantiate", map[string]any{"flavourId": "simple",
+	params := map[string]any{"lcm-kubernetes-def-files": defs}
+	maps.Copy(params, more)
+	e.lcmLong(inst, "instantiate", map[string]any{"flavourId": flavour,
 		"vimConnectionInfo": []any{map[string]any{"id": uuid.NewString(), "vimId": vimID, "vimType": "kubernetes"}},
-		"additionalParams":  map[string]any{"lcm-kubernetes-def-files": defs}}, "COMPLETED")
+		"additionalParams":  params}, "COMPLETED")
 	return inst
 }
 
@@ -366,7 +374,8 @@ func (e *k8sEnv) checkGone(c *cluster, objs []kubeObj, vs []cnfVnfc) {
 // workers is accepted while VNF-B runs (the victim is drained: none of
 // VNF-B's pods stays on it; VNF-B's next scale-in records its pods as they
 // are); terminating VNF-A is 409 naming VNF-B, before any operation;
-// terminating VNF-B, then VNF-A, completes and the VIM is gone.
+// Tacker's vdu_mapping test runs on the same VIM; terminating VNF-B, then
+// VNF-A, completes and the VIM is gone.
 func TestTackerCNFsOnBuiltCluster(t *testing.T) {
 	began := time.Now()
 	e := newK8sEnv(t)
@@ -497,6 +506,18 @@ func TestTackerCNFsOnBuiltCluster(t *testing.T) {
 		t.Errorf("the refused terminate changed VNF-A's op occurrences:\n%s\nwas\n%s", after, opsBefore)
 	}
 
+	// Tacker's test_cnf_with_vdu_mapping: two instances of flavour vdumap,
+	// each Deployment backing VDU1 through vdu_mapping (their pods share
+	// labels with VNF-B's, so they come when VNF-B is done with them).
+	t.Run("vdu_mapping", func(t *testing.T) {
+		for _, name := range []string{"vdumap1", "vdumap2"} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				e.with(t).vduMapCNF(c, vnfd, vimID, name)
+			})
+		}
+	})
+
 	// VNF-B, then VNF-A: both complete, and the VIM is gone.
 	vs := e.cnfVnfcs(vnfB)
 	e.lcmLong(vnfB, "terminate", map[string]any{"terminationType": "FORCEFUL"}, "COMPLETED")
@@ -557,4 +578,46 @@ func (c *cluster) podsOf(t *testing.T, objs []kubeObj) []unstructured.Unstructur
 		t.Fatalf("listing pods: %v", err)
 	}
 	return slices.DeleteFunc(l.Items, func(u unstructured.Unstructured) bool { return u.GetDeletionTimestamp() != nil })
+}
+
+// vduMapCNF is one instance of Tacker's test_cnf_with_vdu_mapping: flavour
+// vdumap, Deployment <name> mapped to VDU1; it scales out and in, heals a
+// VNFC (same VNFC, new pod), scales out and heals entirely (new VNFCs, the
+// scale level kept), then terminates.
+func (e *k8sEnv) vduMapCNF(c *cluster, vnfdID, vimID, name string) {
+	t := e.t
+	files := []string{"deployment_" + name + ".yaml"}
+	objs := c.objects(t, files)
+	inst := e.cnfWith(vnfdID, vimID, "vdumap", files, map[string]any{"vdu_mapping": map[string]any{"VDU1": map[string]any{"kind": "Deployment", "name": name}}})
+	vs := e.checkWorkloads(c, inst, objs)
+	if len(vs) != 1 || vs[0].VduID != "VDU1" || !strings.HasPrefix(vs[0].Pod, name+"-") {
+		t.Fatalf("VNFCs %+v, want one pod of Deployment %s (VDU1)", vs, name)
+	}
+	scale := func(typ string, want int) []cnfVnfc {
+		e.lcmLong(inst, "scale", map[string]any{"type": typ, "aspectId": "vdu1_aspect", "numberOfSteps": 1}, "COMPLETED")
+		vs := e.checkWorkloads(c, inst, objs)
+		if len(vs) != want {
+			t.Fatalf("after %s: VNFCs %+v, want %d", typ, vs, want)
+		}
+		return vs
+	}
+	scale("SCALE_OUT", 2)
+	vs = scale("SCALE_IN", 1)
+	e.lcmLong(inst, "heal", map[string]any{"vnfcInstanceId": []string{vs[0].ID}}, "COMPLETED")
+	if after := e.checkWorkloads(c, inst, objs); len(after) != 1 || after[0].ID != vs[0].ID || after[0].Pod == vs[0].Pod {
+		t.Errorf("after the heal of VNFC %s (pod %s): %+v, want the same VNFC on a new pod", vs[0].ID, vs[0].Pod, after)
+	}
+	vs = scale("SCALE_OUT", 2)
+	e.lcmLong(inst, "heal", map[string]any{}, "COMPLETED")
+	after := e.checkWorkloads(c, inst, objs)
+	for _, v := range after {
+		if slices.ContainsFunc(vs, func(o cnfVnfc) bool { return o.ID == v.ID || o.Pod == v.Pod }) {
+			t.Errorf("after the entire heal VNFC %+v is an old one (before: %+v)", v, vs)
+		}
+	}
+	if len(after) != 2 {
+		t.Errorf("after the entire heal: VNFCs %+v, want two (the scale level kept)", after)
+	}
+	e.lcmLong(inst, "terminate", map[string]any{"terminationType": "FORCEFUL"}, "COMPLETED")
+	e.checkGone(c, objs, after)
 }
