@@ -25,6 +25,8 @@ const (
 	cnfNamespace = "default"
 	cnfLBService = "web-lb" // the Service of Files/kubernetes/web-lb.yaml
 	cnfAspect    = "web_aspect"
+	// cnfTargetPort is the Service's targetPort: the members' port.
+	cnfTargetPort = 8080
 	// kuryrWait bounds the wait for kuryr-controller (a 1 s poll, then
 	// Octavia's provisioning of the load balancer and its children).
 	kuryrWait = 90 * time.Second
@@ -34,6 +36,7 @@ const (
 type pod struct {
 	VNFC, VDU, Name, Node, Phase string
 	Ready                        bool
+	Port                         string // on a Kuryr cluster: the address of its Neutron port
 }
 
 func (d *demo) runCNF(clusterID string, plan samples.Plan) error {
@@ -238,10 +241,13 @@ func (d *demo) showPods(id, clusterID string, kuryr bool) ([]pod, error) {
 	if len(pods) == 0 {
 		return nil, errors.New("the CNF's vnfcResourceInfo lists no pod")
 	}
-	ports := map[string]string{}
 	if kuryr {
-		if ports, err = d.waitPodPorts(clusterID, pods); err != nil {
+		ports, err := d.waitPodPorts(clusterID, pods)
+		if err != nil {
 			return nil, err
+		}
+		for i := range pods {
+			pods[i].Port = ports[pods[i].Name]
 		}
 	}
 	d.printf("   the CNF's pods (vnfcResourceInfo):\n")
@@ -251,8 +257,8 @@ func (d *demo) showPods(id, clusterID string, kuryr bool) ([]pod, error) {
 		if p.Ready {
 			state += ", ready"
 		}
-		if a := ports[p.Name]; a != "" {
-			state += ", Neutron port " + a
+		if p.Port != "" {
+			state += ", Neutron port " + p.Port
 		}
 		d.printf("     %-8s %-5s %-28s %-24s %s\n", short(p.VNFC), p.VDU, p.Name, p.Node, state)
 	}
@@ -341,7 +347,8 @@ func (vc *vimClient) serviceLB(clusterID string) (*octaviaLB, error) {
 
 // showServiceLB waits (bounded) until the Octavia load balancer of the
 // CNF's Service of type LoadBalancer is ACTIVE with exactly the CNF's pods
-// as members, and shows it: VIP, listener, pool, members.
+// as members, at their Neutron ports' addresses and the Service's
+// targetPort, and shows it: VIP, listener, pool, members.
 func (d *demo) showServiceLB(clusterID string, pods []pod) (string, error) {
 	vc, err := d.vimLogin(d.simUser, d.simPassword)
 	if err != nil {
@@ -349,7 +356,7 @@ func (d *demo) showServiceLB(clusterID string, pods []pod) (string, error) {
 	}
 	want := make([]string, len(pods))
 	for i, p := range pods {
-		want[i] = cnfNamespace + "/" + p.Name
+		want[i] = fmt.Sprintf("%s/%s@%s:%d", cnfNamespace, p.Name, p.Port, cnfTargetPort)
 	}
 	slices.Sort(want)
 	lbAPI := vc.endpoint["load-balancer"] + "/v2/lbaas"
@@ -378,7 +385,7 @@ func (d *demo) showServiceLB(clusterID string, pods []pod) (string, error) {
 			}
 			var names []string
 			for _, m := range members.Members {
-				names = append(names, m.Name)
+				names = append(names, fmt.Sprintf("%s@%s:%d", m.Name, m.Address, m.Port))
 			}
 			slices.Sort(names)
 			last += fmt.Sprintf(", %d listeners, members %v", len(ls.Listeners), names)

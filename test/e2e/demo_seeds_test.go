@@ -24,7 +24,10 @@ import (
 // and kuryr-controller's credential, and after terminate the credential
 // revoked and nothing Kuryr made left in the VIM; the TOSCA
 // cluster is built from the template the VNFM generates from the seed's
-// VNFD. Both scale, heal and terminate. An unknown user-data class is 422,
+// VNFD. Both scale, heal and terminate, and carry the sample CNF before
+// they do; the CNF on the Kuryr cluster has a Service of type LoadBalancer
+// whose Octavia load balancer has the CNF's pods, at their Neutron ports,
+// as members. An unknown user-data class is 422,
 // listing the classes the VNFM runs.
 func TestSeedsDemos(t *testing.T) {
 	if os.Geteuid() != 0 && os.Getenv("TESTHOSTS_REQUIRED") != "1" {
@@ -127,6 +130,9 @@ func TestSeedsDemos(t *testing.T) {
 				t.Errorf("make demo PACKAGE=%s: the output lacks %q:\n%s", tc.sample, w, out)
 			}
 		}
+		// The CNF on the cluster; on the Kuryr one with its Service's
+		// Octavia load balancer.
+		checkDemoCNF(t, srv.Base, string(out), tc.sample == "kubeadm-kuryr")
 		t.Logf("make demo PACKAGE=%s: %s", tc.sample, time.Since(start).Round(time.Second))
 		if p := os.Getenv("SEEDS_DEMO_OUT"); p != "" {
 			_ = os.WriteFile(p+"."+tc.sample, out, 0o600)

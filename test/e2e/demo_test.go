@@ -78,7 +78,7 @@ func TestNewcomerRunAndDemo(t *testing.T) {
 	if len(v) != 1 || v[0]["name"] != server.SimVimName || v[0]["is_default"] != true || v[0]["status"] != "ACTIVE" {
 		t.Fatalf("the embedded cloud's VIM: %v", v)
 	}
-	cmdCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	cmdCtx, cancel := context.WithTimeout(ctx, 8*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(cmdCtx, demo, "-endpoint", srv.Base).CombinedOutput() // the default: the HA sample
 	if err != nil {
@@ -93,6 +93,8 @@ func TestNewcomerRunAndDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
+	// It continued onto the CNF (issue 16).
+	checkDemoCNF(t, srv.Base, string(out), false)
 
 	// Every sample make run onboards has a complete request on the
 	// embedded cloud (kubespray's names the cloud's Ansible server), and a
@@ -323,6 +325,7 @@ func TestRealHeatMakeRunDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
+	checkDemoCNF(t, srv.Base, string(out), false)
 	logs := srv.Logs()
 	if !strings.Contains(logs, "real Keystone") && !strings.Contains(logs, "VNFM_SIMULATOR_HEAT=real") {
 		t.Errorf("the server did not start real Keystone and Heat:\n%s", tail(logs, 2000))
