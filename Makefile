@@ -59,7 +59,7 @@ fuzz: ## run every `go test -fuzz` target of the repository for FUZZTIME each (d
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(or $(FUZZTIME),10s) "$$dir" || exit 1; \
 	done
 
-demo: ## drive a running `make run` through a cluster's whole lifecycle with live progress (PACKAGE=<sample>, default kubeadm-ha; PACKAGE=list lists them)
+demo: ## drive a running `make run` through a cluster's whole lifecycle and a CNF's on it, with live progress (PACKAGE=<sample>, default kubeadm-ha; PACKAGE=list lists them; DEMOFLAGS=-cnf=false: no CNF)
 	@CGO_ENABLED=0 $(GO) build -o bin/vnfm-demo ./cmd/vnfm-demo
 	bin/vnfm-demo -package $(or $(PACKAGE),kubeadm-ha) $(DEMOFLAGS)
 

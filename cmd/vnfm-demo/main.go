@@ -1,7 +1,9 @@
 // Command vnfm-demo drives a running mini-VNFM (make run) through the whole
 // lifecycle of a Kubernetes cluster over the public API, with a live
 // progress display: create → instantiate → show the cluster → scale out →
-// scale in → heal a worker → heal a master → terminate → delete. It exits
+// scale in → heal a worker → heal a master → the sample CNF on the cluster's
+// Kubernetes VIM (cnf.go: instantiate, scale out, heal a pod, the cluster's
+// terminate refused, terminate, delete) → terminate → delete. It exits
 // non-zero on the first failure, leaving the failed op occurrence on screen.
 package main
 
