@@ -84,7 +84,7 @@ func checkDemoCNF(t *testing.T, base, out string, kuryr bool) {
 	if refused < 0 || !strings.Contains(out[refused:], cnf) || !strings.Contains(out[refused:], "still INSTANTIATED") {
 		t.Errorf("the demo does not show the 409 naming CNF %s and the cluster still INSTANTIATED:\n%s", cnf, out)
 	}
-	if i := strings.Index(out, "terminate the CNF (VNF-B)"); i < refused || i > strings.Index(out, "terminate the cluster (VNF-A)") {
+	if i := strings.Index(out, "terminate the CNF (VNF-B)"); i < refused || i > strings.Index(out, "terminate the cluster (VNF-A), now that") {
 		t.Errorf("the demo's order is not 409, terminate VNF-B, terminate VNF-A:\n%s", out)
 	}
 	podLine := regexp.MustCompile(`(?m)^     [0-9a-f]{8} web   web-\S+ +\S+ +Running, ready`)
