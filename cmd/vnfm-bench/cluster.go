@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing/fstest"
 	"time"
@@ -224,6 +225,11 @@ func (b *bench) startFullVNFM(dbURL, standin string, t time.Duration) (string, f
 	defer logFile.Close()
 	p, err := harness.Launch(harness.Spec{Role: roleFull, Exe: exe, StartWait: 120 * time.Second, Stderr: logFile,
 		Env: []string{"DATABASE_URL=" + dbURL, "VNFM_SECRET_KEY=" + secrets.NewKey(),
+			// A data directory of its own: the embedded cloud persists its
+			// servers there and boots them again at the next start (with
+			// the default ./.vnfm every run restarted the clusters of all
+			// runs before it, their control planes included).
+			"VNFM_DATA_DIR=" + filepath.Join(b.dbDir, "vnfm-cluster"),
 			"VNFM_LISTEN=127.0.0.1:0", "VNFM_AUTH=off", "VNFM_SIMULATOR=on", "VNFM_SIMULATOR_LISTEN=127.0.0.1:0",
 			"VNFM_SIMULATOR_HOSTS=on", k8sstandin.BinaryEnv + "=" + standin, k8sstandin.StepDelayEnv + "=" + t.String()}})
 	if err != nil {
