@@ -173,3 +173,43 @@ func TestParseKey(t *testing.T) {
 		t.Fatal("16-byte key accepted")
 	}
 }
+
+// SealJSON and OpenJSON pass documents that cannot hold a secret through
+// untouched; a key that spells a secret word in any way still gets sealed,
+// and invalid JSON is still refused.
+func TestSealJSONFastPath(t *testing.T) {
+	b := testBox(t)
+	p := At("row-1")
+	plain := []byte(`{"a": 1, "b": [true, "x"], "nested": {"c": null}}`)
+	got, err := b.SealJSON(plain, p)
+	if err != nil || string(got) != string(plain) {
+		t.Fatalf("no secret key: %s %v, want the document as it was", got, err)
+	}
+	if got, err := b.OpenJSON(plain, p); err != nil || string(got) != string(plain) {
+		t.Fatalf("nothing sealed: %s %v", got, err)
+	}
+	for _, doc := range []string{
+		`{"PassWord": "s3cr3t-value"}`, `{"pass_word": "s3cr3t-value"}`, `{"api-key": "s3cr3t-value"}`,
+		`{"\u0070assword": "s3cr3t-value"}`, `{"x": {"clientSecret": "s3cr3t-value"}}`, `{"tO\u212Aen": "s3cr3t-value"}`,
+	} {
+		sealed, err := b.SealJSON([]byte(doc), p)
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		if strings.Contains(string(sealed), "s3cr3t-value") || !strings.Contains(string(sealed), "enc:v3:") {
+			t.Fatalf("%s sealed as %s", doc, sealed)
+		}
+		opened, err := b.OpenJSON(sealed, p)
+		if err != nil || !strings.Contains(string(opened), "s3cr3t-value") {
+			t.Fatalf("%s: opened %s %v", doc, opened, err)
+		}
+	}
+	for _, bad := range []string{`{"a": `, `not json`} {
+		if _, err := b.SealJSON([]byte(bad), p); err == nil {
+			t.Fatalf("SealJSON(%q) accepted invalid JSON", bad)
+		}
+		if _, err := b.OpenJSON([]byte(bad), p); err == nil {
+			t.Fatalf("OpenJSON(%q) accepted invalid JSON", bad)
+		}
+	}
+}
