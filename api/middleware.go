@@ -202,6 +202,11 @@ func (a *API) readJSON(next http.Handler) http.Handler {
 				return
 			}
 		}
+		if body == nil { // GET, HEAD, DELETE: nothing to hand on
+			r.Body = http.NoBody
+			next.ServeHTTP(w, r)
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyBody, body)))
 	})
