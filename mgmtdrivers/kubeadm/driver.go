@@ -121,6 +121,20 @@ type hook struct {
 	// prep is the nodes' preparation running beside the build (nil: each
 	// join checks and uploads itself).
 	prep *preparation
+	// cleanups, when set, runs best-effort clean-ups off the critical path
+	// (the hook waits for it before its sessions close).
+	cleanups *sync.WaitGroup
+}
+
+// dropToken deletes a used bootstrap token, in the background when the hook
+// allows (it expires anyway).
+func (h *hook) dropToken(ctx context.Context, ms *session, tok string) {
+	ctx = context.WithoutCancel(ctx)
+	if h.cleanups == nil {
+		h.d.deleteToken(ctx, ms, tok)
+		return
+	}
+	h.cleanups.Go(func() { h.d.deleteToken(ctx, ms, tok) })
 }
 
 // load finds the nodes of the operation's compute resources with the
@@ -326,6 +340,12 @@ func (h *hook) installCluster(ctx context.Context) error {
 		}
 		mi = &masterInfo{CACert: pemText, CAHash: hash}
 	}
+	// The VIM needs only the API through the endpoint: it is registered
+	// while the nodes join (a failure later in the step rolls it back with
+	// the rest). The used tokens go in the background too.
+	h.cleanups = &bg
+	vimErr := make(chan error, 1)
+	bg.Go(func() { vimErr <- h.registerVim(ctx, ss, ms, mi.CACert) })
 	cpErr := make(chan error, 1)
 	if t.HA() {
 		h.note(ctx, "joining %d more masters as control-plane nodes, one at a time, and %d workers beside them, %d at a time", len(t.Masters)-1, len(t.Workers), h.p.WorkerParallelism)
@@ -337,10 +357,7 @@ func (h *hook) installCluster(ctx context.Context) error {
 	// The workers' commands on the first master leave room there for the
 	// control-plane joins'.
 	wErr := h.joinWorkers(ctx, ss, ms.shared(maxChannels/2), t.Workers, script, mi.CAHash)
-	if err := errors.Join(<-cpErr, wErr); err != nil {
-		return err
-	}
-	return h.registerVim(ctx, ss, ms, mi.CACert)
+	return errors.Join(<-cpErr, wErr, <-vimErr)
 }
 
 // joinControlPlanes joins the masters after the first one at a time, waits
@@ -483,7 +500,7 @@ func (h *hook) joinWorkers(ctx context.Context, ss *sessions, ms *session, worke
 			return nil, err
 		}
 		ss.addSecrets(tok)
-		defer h.d.deleteToken(context.WithoutCancel(ctx), ms, tok)
+		defer h.dropToken(ctx, ms, tok)
 		args := []string{"-w", n.IP, "-i", h.topo.EndpointIP, "-t", tok, "-s", caHash,
 			"--api-port", strconv.Itoa(h.topo.EndpointPort), "--node-name", n.Name, "--node-ip", n.IP}
 		r, err := h.d.runScript(ctx, ws, args, scriptEnv(h.p, h.topo), append(proxySecrets(h.p), tok), note)

@@ -236,7 +236,7 @@ func (h *hook) joinControlPlane(ctx context.Context, ss *sessions, ms *session, 
 		return nil, err
 	}
 	ss.addSecrets(tok)
-	defer h.d.deleteToken(context.WithoutCancel(ctx), ms, tok)
+	defer h.dropToken(ctx, ms, tok)
 	args := []string{"-m", masterIPs(h.topo.Masters), "-i", h.topo.EndpointIP, "-t", tok, "-s", caHash, "-k", key,
 		"--api-port", strconv.Itoa(h.topo.EndpointPort), "--control-plane-join", "--node-name", n.Name, "--node-ip", n.IP}
 	r, err := h.d.runScript(ctx, s, args, scriptEnv(h.p, h.topo), append(proxySecrets(h.p), tok, key), note)
