@@ -59,8 +59,13 @@ func newWorld(t *testing.T) *world {
 // engine starts an engine; the returned stop simulates a process going away
 // (its leases are left to expire).
 func (w *world) engine(lease time.Duration, obs lcm.Observer) (stop func()) {
+	return w.engineN(4, lease, obs)
+}
+
+// engineN is engine with at most workers operations at once.
+func (w *world) engineN(workers int, lease time.Duration, obs lcm.Observer) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := lcm.NewEngine(lcm.EngineConfig{Config: w.cfg, Workers: 4, Lease: lease, Poll: 50 * time.Millisecond,
+	e := lcm.NewEngine(lcm.EngineConfig{Config: w.cfg, Workers: workers, Lease: lease, Poll: 50 * time.Millisecond,
 		GracefulCancelTimeout: 5 * time.Second, Observer: obs})
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.Run(ctx) }()
@@ -704,5 +709,60 @@ func TestInstantiateValidatesExtCpds(t *testing.T) {
 	if _, err := w.svc.Instantiate(context.Background(), id, []byte(`{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"`+lcmtest.VimType+`"}],
 		"extVirtualLinks":[{"id":"net0","resourceId":"n","extCps":[{"cpdId":"worker_ext_cp"}]}]}`)); err != nil {
 		t.Fatalf("known cpdId refused: %v", err)
+	}
+}
+
+// The engine runs as many ready operations at once as VNFM_WORKERS allows,
+// claiming them in batches, and never more: with a bound of 12, twelve slow
+// instantiations all run at the same time and a thirteenth waits for a slot.
+func TestEngineRunsUpToWorkersAtOnce(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	const bound = 12
+	var ops []string
+	for range bound + 1 {
+		op, err := w.svc.Instantiate(ctx, w.instance(), instantiateBody(`{"delayMs":500}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, op.ID)
+	}
+	w.engineN(bound, 5*time.Second, nil)
+	for _, id := range ops {
+		w.wait(id, model.StateCompleted)
+	}
+	j, err := w.st.Journal(ctx, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type span struct{ start, end time.Time }
+	spans := map[string]span{}
+	for _, id := range ops {
+		for _, e := range j[id] {
+			if e.Step == "infra.instantiate" && e.Node == "" && e.StartTime != nil && e.EndTime != nil {
+				spans[id] = span{*e.StartTime, *e.EndTime}
+			}
+		}
+		if _, ok := spans[id]; !ok {
+			t.Fatalf("op %s has no infra.instantiate step in its journal: %+v", id, j[id])
+		}
+	}
+	// The first bound operations (in order of creation, as claimed) overlap;
+	// the last starts only after one of them has ended.
+	var lastStart, firstEnd time.Time
+	for _, id := range ops[:bound] {
+		if s := spans[id]; lastStart.IsZero() || s.start.After(lastStart) {
+			lastStart = s.start
+		}
+		if s := spans[id]; firstEnd.IsZero() || s.end.Before(firstEnd) {
+			firstEnd = s.end
+		}
+	}
+	if !lastStart.Before(firstEnd) {
+		t.Fatalf("the first %d operations did not run at once: the last started at %v, the first ended at %v", bound, lastStart, firstEnd)
+	}
+	if extra := spans[ops[bound]]; extra.start.Before(firstEnd) {
+		t.Fatalf("operation %d started at %v, before any of the first %d ended (%v): more than %d ran at once",
+			bound+1, extra.start, bound, firstEnd, bound)
 	}
 }

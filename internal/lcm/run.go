@@ -316,9 +316,7 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot decrypt operationParams: %w", err)
 	}
-	var params map[string]any
-	_ = json.Unmarshal(raw, &params)
-	r.secrets = secrets.Values(params)
+	r.secrets = secrets.ValuesJSON(raw)
 	o, err := operationOf(r.op.Operation)
 	if err != nil {
 		return nil, nil, err
@@ -358,10 +356,8 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 		}
 		w.Instance = opened
 	}
-	var instDoc any
 	b, _ := json.Marshal(w.Instance)
-	_ = json.Unmarshal(b, &instDoc)
-	r.secrets = append(r.secrets, secrets.Values(instDoc)...)
+	r.secrets = append(r.secrets, secrets.ValuesJSON(b)...)
 	pkg, err := svc.st.PackageByVnfdID(ctx, w.Instance.VnfdID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("VNF package of vnfdId %s: %w", w.Instance.VnfdID, err)

@@ -346,6 +346,19 @@ func transformJSON(raw []byte, f func(any) (any, error)) ([]byte, error) {
 	return json.Marshal(out)
 }
 
+// ValuesJSON is Values of a raw JSON document; a document in which no key
+// can be secret is not decoded. Invalid JSON has no values.
+func ValuesJSON(raw []byte) []string {
+	if noSecretKey(raw) {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	return Values(v)
+}
+
 // Values collects the plaintext string values under secret keys of a decoded
 // document, for Scrub. Short values are skipped: masking "a" everywhere would
 // destroy messages without protecting anything.

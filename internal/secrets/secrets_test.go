@@ -204,6 +204,12 @@ func TestSealJSONFastPath(t *testing.T) {
 			t.Fatalf("%s: opened %s %v", doc, opened, err)
 		}
 	}
+	if v := ValuesJSON(plain); v != nil {
+		t.Fatalf("values of a document without secrets: %q", v)
+	}
+	if v := ValuesJSON([]byte(`{"x": {"Pass_Word": "s3cr3t-value"}}`)); len(v) != 1 || v[0] != "s3cr3t-value" {
+		t.Fatalf("values: %q", v)
+	}
 	for _, bad := range []string{`{"a": `, `not json`} {
 		if _, err := b.SealJSON([]byte(bad), p); err == nil {
 			t.Fatalf("SealJSON(%q) accepted invalid JSON", bad)
