@@ -120,6 +120,16 @@ func (n *Notifier) Run(ctx context.Context) {
 	wg.Wait()
 }
 
+// wakeOne wakes one idle worker per wake-up: every finished operation
+// notifies, and waking every worker each time made all but one of them claim
+// in vain (a subscription is delivered to by one worker at a time).
+func (n *Notifier) wakeOne() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
 func (n *Notifier) wakeAll() {
 	for i := 0; i < cap(n.wake); i++ {
 		select {
@@ -132,7 +142,7 @@ func (n *Notifier) wakeAll() {
 
 func (n *Notifier) listen(ctx context.Context) {
 	for ctx.Err() == nil {
-		err := listenOnce(ctx, n.cfg.Store.Pool(), n.wakeAll)
+		err := listenOnce(ctx, n.cfg.Store.Pool(), n.wakeAll, n.wakeOne)
 		if ctx.Err() != nil {
 			return
 		}
@@ -144,7 +154,7 @@ func (n *Notifier) listen(ctx context.Context) {
 	}
 }
 
-func listenOnce(ctx context.Context, pool *pgxpool.Pool, wake func()) error {
+func listenOnce(ctx context.Context, pool *pgxpool.Pool, wakeAll, wake func()) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -154,7 +164,7 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, wake func()) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+store.ChannelOutbox); err != nil {
 		return err
 	}
-	wake()
+	wakeAll() // catch up on what was queued while nobody listened
 	for {
 		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
 			return err
