@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/samples"
 )
 
 // checkDemoCNF asserts make demo's CNF part (issue 16) from the VNFM's
@@ -122,5 +124,36 @@ func checkDemoCNF(t *testing.T, base, out string, kuryr bool) {
 	}
 	if !strings.Contains(out, "kuryr-controller deleted its load balancer "+lbs[0][1]) {
 		t.Errorf("the demo does not show the CNF Service's load balancer %s gone:\n%s", lbs[0][1], out)
+	}
+}
+
+// waitSamplesOnboarded waits (bounded) until make run's server has
+// onboarded every sample package: it serves the API while it still
+// onboards them.
+func waitSamplesOnboarded(t *testing.T, base string) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var pkgs []map[string]any
+		_, _, b := call(t, "GET", base+"/vnfpkgm/v1/vnf_packages?all_fields", "")
+		if err := json.Unmarshal(b, &pkgs); err != nil {
+			t.Fatalf("packages: %v %s", err, b)
+		}
+		var missing []string
+		for _, name := range append(slices.Clone(samples.Names), samples.CNFNames...) {
+			if !slices.ContainsFunc(pkgs, func(p map[string]any) bool {
+				udd, _ := p["userDefinedData"].(map[string]any)
+				return udd["sample"] == name && p["onboardingState"] == "ONBOARDED"
+			}) {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) == 0 {
+			return pkgs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("samples %v are not onboarded 2 min after the server started", missing)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

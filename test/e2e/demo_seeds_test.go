@@ -50,11 +50,7 @@ func TestSeedsDemos(t *testing.T) {
 	// Requests that cannot succeed: 422 before anything is made, naming
 	// what is wrong (an unknown user-data class, listing the supported
 	// ones; a TOSCA VDU without an image or a flavor).
-	var pkgs []map[string]any
-	_, _, b := call(t, "GET", srv.Base+"/vnfpkgm/v1/vnf_packages?all_fields", "")
-	if err := json.Unmarshal(b, &pkgs); err != nil {
-		t.Fatalf("packages: %v %s", err, b)
-	}
+	pkgs := waitSamplesOnboarded(t, srv.Base)
 	for _, tc := range []struct {
 		sample string
 		check  func(req string) bool // the demo's request

@@ -74,6 +74,7 @@ func TestNewcomerRunAndDemo(t *testing.T) {
 	srv := harness.Start(t, roleDefault, pgtest.NewDB(t), secrets.NewKey(), "VNFM_SIMULATOR=on",
 		"VNFM_SIMULATOR_LISTEN=127.0.0.1:0", "VNFM_SIMULATOR_HOSTS=on", "VNFM_SIMULATOR_PREFIX=e2enewc", "VNFM_DATA_DIR="+t.TempDir(),
 		k8sstandin.BinaryEnv+"="+standin)
+	waitSamplesOnboarded(t, srv.Base) // the VIM is registered first
 	v := vimsOf(t, srv.Base)
 	if len(v) != 1 || v[0]["name"] != server.SimVimName || v[0]["is_default"] != true || v[0]["status"] != "ACTIVE" {
 		t.Fatalf("the embedded cloud's VIM: %v", v)
