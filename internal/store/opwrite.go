@@ -105,21 +105,31 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 		// One round trip for every write of the group.
 		var b pgx.Batch
 		for i, w := range ws {
-			b.Queue(`SELECT 1 FROM vnf_lcm_op_occs WHERE id=$1 AND lease_owner=$2 FOR NO KEY UPDATE`, w.OpOccID, w.Owner).
-				QueryRow(func(row pgx.Row) error {
-					var one int
-					err := row.Scan(&one)
-					if errors.Is(err, pgx.ErrNoRows) {
-						out[i].Err = ErrLeaseLost
+			// The fence: the op's row locked while its owner holds the lease
+			// (by the new working copy's update when there is one: the lock
+			// comes with it), so it cannot change hands until the commit.
+			if w.Work != nil {
+				b.Queue(`UPDATE vnf_lcm_op_occs SET work=$3 WHERE id=$1 AND lease_owner=$2`, w.OpOccID, w.Owner, w.Work).
+					Exec(func(tag pgconn.CommandTag) error {
+						if tag.RowsAffected() == 0 {
+							out[i].Err = ErrLeaseLost
+						}
 						return nil
-					}
-					return err
-				})
+					})
+			} else {
+				b.Queue(`SELECT 1 FROM vnf_lcm_op_occs WHERE id=$1 AND lease_owner=$2 FOR NO KEY UPDATE`, w.OpOccID, w.Owner).
+					QueryRow(func(row pgx.Row) error {
+						var one int
+						err := row.Scan(&one)
+						if errors.Is(err, pgx.ErrNoRows) {
+							out[i].Err = ErrLeaseLost
+							return nil
+						}
+						return err
+					})
+			}
 			for _, j := range w.Journal {
 				queueJournal(&b, w.Owner, j)
-			}
-			if w.Work != nil {
-				b.Queue(`UPDATE vnf_lcm_op_occs SET work=$3 WHERE id=$1 AND lease_owner=$2`, w.OpOccID, w.Owner, w.Work)
 			}
 			f := w.Finish
 			if f == nil {

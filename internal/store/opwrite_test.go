@@ -114,6 +114,18 @@ func TestWriteOpsGroup(t *testing.T) {
 	if e := j[ops[2].ID]; len(e) != 1 || e[0].State != "RUNNING" {
 		t.Fatalf("op 2 journal: %+v", e)
 	}
+	// A write with a working copy is fenced as well: nothing of it lands.
+	stale := end(ops[1], "a")
+	stale.Owner, stale.Work = "someone-else", []byte(`{"stale":true}`)
+	if r := st.WriteOps(ctx, []store.OpWrite{stale})[0]; !errors.Is(r.Err, store.ErrLeaseLost) {
+		t.Fatalf("stale owner's write with work: %v", r.Err)
+	}
+	if got, _ := st.GetOpOcc(ctx, ops[1].ID); len(got.Work) != 0 {
+		t.Fatalf("a fenced-out working copy landed: %s", got.Work)
+	}
+	if j, _ := st.Journal(ctx, []string{ops[1].ID}); len(j[ops[1].ID]) != 0 {
+		t.Fatalf("a fenced-out journal end landed: %+v", j[ops[1].ID])
+	}
 	// A bad write (a phase the schema refuses) fails alone.
 	bad := begin(ops[1], ops[1].LeaseOwner, "b")
 	bad.Journal[0].Entry.Phase = "sideways"
