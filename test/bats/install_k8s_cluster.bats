@@ -31,6 +31,7 @@ setup() {
 			[ -z "${STUB_INIT_FAIL:-}" ] || { echo "[preflight] Some fatal errors occurred: boom"; exit 1; }
 			mkdir -p "$k/pki" "$k/manifests"; touch "$k/admin.conf" "$k/manifests/kube-apiserver.yaml"
 			echo "-----BEGIN CERTIFICATE-----" >"$k/pki/ca.crt"; touch "$STUB_STATE/initialized"
+			[ -z "${STUB_INIT_KEY:-}" ] || printf '[upload-certs] Using certificate key:\n%s\n' "$STUB_INIT_KEY"
 			echo "Your Kubernetes control-plane has initialized successfully!" ;;
 		"token create") echo "kubeadm join 10.0.0.11:6443 --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef " ;;
 		join*)
@@ -202,6 +203,18 @@ result() { grep -E "^VNFM_RESULT $1=" <<<"$output" | head -1 | cut -d= -f2-; }
 	[ "$(result certificate_key)" = "$KEY" ]
 	grep -q -- "kubeadm init --control-plane-endpoint 10.0.0.80:16443 .* --upload-certs" "$STUB_LOG"
 	refute_log "--apiserver-bind-port"
+	grep -q -- "kubeadm init phase upload-certs --upload-certs" "$STUB_LOG"
+}
+
+@test "HA main master: the certificate key kubeadm init printed, no second upload" {
+	STUB_INIT_KEY=$HASH run bash "$SCRIPT" -m 10.0.0.11,10.0.0.12,10.0.0.13 -i 10.0.0.80
+	[ "$status" -eq 0 ]
+	[ "$(result certificate_key)" = "$HASH" ]
+	refute_log "kubeadm init phase upload-certs"
+	# initialised before: no init output, the certificates are uploaded again
+	STUB_INIT_KEY=$HASH run bash "$SCRIPT" -m 10.0.0.11,10.0.0.12,10.0.0.13 -i 10.0.0.80
+	[ "$(result status)" = already-installed ]
+	[ "$(result certificate_key)" = "$KEY" ]
 	grep -q -- "kubeadm init phase upload-certs --upload-certs" "$STUB_LOG"
 }
 

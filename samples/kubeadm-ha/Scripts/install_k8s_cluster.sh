@@ -620,7 +620,12 @@ main_master() {
 	hash=$(grep -oE -- '--discovery-token-ca-cert-hash [^ ]+' <<<"$join" | cut -d' ' -f2)
 	[[ -n $token && -n $hash ]] || fail "cannot parse the join command: $join"
 	if [[ ${#MASTER_IPS[@]} -gt 1 ]]; then
-		key=$(as_root kubeadm init phase upload-certs --upload-certs | tail -n 1) || fail "kubeadm init phase upload-certs failed"
+		# kubeadm init --upload-certs printed the key of the certificates it
+		# uploaded; a master initialised before uploads them again.
+		key=$(awk '/Using certificate key:/ { getline; print; exit }' <<<"${out:-}")
+		if [[ ! $key =~ ^[0-9a-f]{64}$ ]]; then
+			key=$(as_root kubeadm init phase upload-certs --upload-certs | tail -n 1) || fail "kubeadm init phase upload-certs failed"
+		fi
 		[[ $key =~ ^[0-9a-f]{64}$ ]] || fail "unexpected certificate key '$key'"
 	fi
 	results "$status"
