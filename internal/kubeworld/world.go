@@ -70,11 +70,22 @@ type World struct {
 
 type process struct {
 	name string
-	cmd  *exec.Cmd
+	argv []string
 	log  string
-	done chan struct{}
-	err  error
+	// restarts is how many more times the process is started again after it
+	// exits on its own (the kubelet restarts a static pod; kcm and the
+	// scheduler exit when the API server is slow to answer at their start).
+	restarts int
+	cmd      *exec.Cmd     // the current run; guarded by World.mu
+	done     chan struct{} // closed when it has exited for good
+	err      error         // why, once done is closed
 }
+
+// restartable are the processes started again when they exit on their own.
+var restartable = map[string]bool{kubebin.KubeControllerManager: true, kubebin.KubeScheduler: true, kubebin.Kwok: true}
+
+// maxRestarts bounds the restarts of each restartable process.
+const maxRestarts = 3
 
 // Start runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
 // kwok on 127.0.0.1 and returns when the API server is ready, the
@@ -230,6 +241,8 @@ func (w *World) kubeadmPhases(ctx context.Context) error {
 	return nil
 }
 
+// startProcesses starts etcd and kube-apiserver; the controllers follow once
+// the API server is ready (startControllers).
 func (w *World) startProcesses() error {
 	pki := func(f string) string { return filepath.Join(w.Dir, "pki", f) }
 	conf := func(f string) string { return filepath.Join(w.Dir, f) }
@@ -272,6 +285,29 @@ func (w *World) startProcesses() error {
 			"--service-cluster-ip-range=" + ServiceSubnet,
 			"--tls-cert-file=" + pki("apiserver.crt"), "--tls-private-key-file=" + pki("apiserver.key"),
 			"--feature-gates=" + kubebin.APIServerFeatureGates}},
+	}
+	for _, s := range steps {
+		if err := w.start(s.name, s.argv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startControllers starts kube-controller-manager and kube-scheduler, once:
+// started before the API server answers, they give up waiting for it on a
+// busy machine and exit.
+func (w *World) startControllers() error {
+	if w.running(kubebin.KubeControllerManager) {
+		return nil
+	}
+	pki := func(f string) string { return filepath.Join(w.Dir, "pki", f) }
+	conf := func(f string) string { return filepath.Join(w.Dir, f) }
+	p := func(n string) string { return strconv.Itoa(w.ports[n]) }
+	steps := []struct {
+		name string
+		argv []string
+	}{
 		{kubebin.KubeControllerManager, []string{w.Binaries.Path(kubebin.KubeControllerManager),
 			"--kubeconfig=" + conf("controller-manager.conf"),
 			"--authentication-kubeconfig=" + conf("controller-manager.conf"), "--authorization-kubeconfig=" + conf("controller-manager.conf"),
@@ -318,25 +354,85 @@ func (w *World) start(name string, argv []string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
+	p := &process{name: name, argv: argv, log: logPath, done: make(chan struct{})}
+	if restartable[name] {
+		p.restarts = maxRestarts
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.run(p, lf); err != nil {
+		lf.Close()
+		return err
+	}
+	w.procs = append(w.procs, p)
+	go w.supervise(p, lf)
+	return nil
+}
+
+// run starts p's next run; w.mu is held.
+func (w *World) run(p *process, lf *os.File) error {
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.Dir = w.Dir
 	// Its own process group (Stop signals the group); killed if we die.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		lf.Close()
-		return fmt.Errorf("kubeworld: starting %s: %w", name, err)
+		return fmt.Errorf("kubeworld: starting %s: %w", p.name, err)
 	}
-	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		lf.Close()
-		close(p.done)
-	}()
-	w.mu.Lock()
-	w.procs = append(w.procs, p)
-	w.mu.Unlock()
+	p.cmd = cmd
 	return nil
+}
+
+// supervise waits for p's runs and starts a restartable process again (after
+// a second, at most maxRestarts times) unless the world is stopping.
+func (w *World) supervise(p *process, lf *os.File) {
+	defer lf.Close()
+	w.mu.Lock()
+	cmd := p.cmd
+	w.mu.Unlock()
+	for {
+		err := cmd.Wait()
+		w.mu.Lock()
+		if w.stopped || p.restarts == 0 {
+			p.err = err
+			close(p.done)
+			w.mu.Unlock()
+			return
+		}
+		p.restarts--
+		left := p.restarts
+		w.mu.Unlock()
+		fmt.Fprintf(lf, "\n=== kubeworld: %s exited (%v); starting it again in 1 s (%d restarts left)\n", p.name, err, left)
+		w.logf("kubeworld: %s exited (%v); starting it again (%d restarts left; log %s)", p.name, err, left, p.log)
+		time.Sleep(time.Second)
+		w.mu.Lock()
+		if w.stopped {
+			p.err = err
+			close(p.done)
+			w.mu.Unlock()
+			return
+		}
+		if rerr := w.run(p, lf); rerr != nil {
+			p.err = rerr
+			close(p.done)
+			w.mu.Unlock()
+			return
+		}
+		cmd = p.cmd
+		w.mu.Unlock()
+	}
+}
+
+// running reports whether a process of that name was started.
+func (w *World) running(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.procs {
+		if p.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // exited names a process that is gone while it should run.
@@ -364,11 +460,9 @@ func (w *World) waitReady(ctx context.Context, cs kubernetes.Interface) error {
 			return err
 		}},
 		{"the cluster-admins binding (as kubeadm init makes it)", func() error { return w.bindClusterAdmins(ctx) }},
+		{"kube-controller-manager and kube-scheduler to start", w.startControllers},
 		{"kwok", func() error {
-			w.mu.Lock()
-			started := len(w.procs) == 5
-			w.mu.Unlock()
-			if started {
+			if w.running(kubebin.Kwok) {
 				return nil
 			}
 			return w.startKwok()
@@ -542,7 +636,7 @@ func (w *World) Stop() error {
 	procs := w.procs
 	w.mu.Unlock()
 	for i := len(procs) - 1; i >= 0; i-- {
-		stopProcess(procs[i])
+		w.stopProcess(procs[i])
 	}
 	if w.ownDir {
 		return os.RemoveAll(w.Dir)
@@ -550,8 +644,10 @@ func (w *World) Stop() error {
 	return nil
 }
 
-func stopProcess(p *process) {
+func (w *World) stopProcess(p *process) {
+	w.mu.Lock()
 	pid := p.cmd.Process.Pid
+	w.mu.Unlock()
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
 	select {
 	case <-p.done:

@@ -66,6 +66,7 @@ func TestWorld(t *testing.T) {
 	t.Run("ServiceAccountRBAC", func(t *testing.T) { testServiceAccountRBAC(t, w, cs) })
 	t.Run("DrainEvicts", func(t *testing.T) { testDrain(t, w, cs) })
 	t.Run("WatchListRefused", func(t *testing.T) { testWatchListRefused(t, cs) })
+	t.Run("ControllerManagerRestarted", func(t *testing.T) { testControllerManagerRestarted(t, w, cs) })
 
 	pids := w.ProcessIDs()
 	if len(pids) != 5 {
@@ -82,6 +83,32 @@ func TestWorld(t *testing.T) {
 	if _, err := os.Stat(w.Dir); !os.IsNotExist(err) {
 		t.Errorf("state directory %s left after Stop: %v", w.Dir, err)
 	}
+}
+
+// testControllerManagerRestarted kills kube-controller-manager as a crash
+// would: the world starts it again (as the kubelet restarts a static pod) and
+// its controllers work again.
+func testControllerManagerRestarted(t *testing.T, w *kubeworld.World, cs kubernetes.Interface) {
+	ctx := ctxT(t)
+	old := w.ProcessIDs()["kube-controller-manager"]
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "kube-controller-manager running again", func() (bool, string) {
+		pid := w.ProcessIDs()["kube-controller-manager"]
+		return pid != old && syscall.Kill(pid, 0) == nil, fmt.Sprintf("pid %d (killed %d)", pid, old)
+	})
+	namespace(t, cs, "restarted")
+	if _, err := cs.AppsV1().Deployments("restarted").Create(ctx, deployment("web", 1, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "a Deployment made after the restart ready", func() (bool, string) {
+		d, err := cs.AppsV1().Deployments("restarted").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return d.Status.ReadyReplicas == 1, fmt.Sprintf("%d/1 ready", d.Status.ReadyReplicas)
+	})
 }
 
 func ctxT(t *testing.T) context.Context {
