@@ -30,7 +30,8 @@
 //   - keepalives detect dead hosts so that commands fail instead of hanging;
 //   - a [Session] (OpenSession) reconnects once, host key checked against
 //     the pin, when a command or upload could not start, and never repeats
-//     a command that may have run.
+//     a command that may have run; the replaced connection stays open until
+//     the commands still running on it end.
 //
 // Running ([Client.Run], [RunOpts]):
 //   - every value placed in a command line goes through [Quote] or

@@ -32,13 +32,20 @@ var _ Executor = (*Session)(nil)
 // against the pin the first connection made (HostKeyPin, whatever policy
 // the first connection used), so a host that changed its key in between is
 // refused. Secrets added to the session stay masked on the new connection.
+//
+// A session that could not be opened does not always mean the connection is
+// gone: sshd refuses channels beyond MaxSessions while the ones it has keep
+// running. So the replaced connection is closed only once the commands and
+// uploads still using it have ended; closing it at once would kill them.
 type Session struct {
-	mu      sync.Mutex
-	c       conn
-	target  Target
-	dial    func(context.Context, Target) (conn, error)
-	log     *slog.Logger
-	secrets []string
+	mu       sync.Mutex
+	c        conn
+	inUse    map[conn]int  // commands and uploads running, per connection
+	retiring map[conn]bool // replaced: closed when its last user ends
+	target   Target
+	dial     func(context.Context, Target) (conn, error)
+	log      *slog.Logger
+	secrets  []string
 }
 
 func dialConn(ctx context.Context, t Target) (conn, error) { return Dial(ctx, t) }
@@ -61,13 +68,40 @@ func openSession(ctx context.Context, t Target, dial func(context.Context, Targe
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Session{c: c, target: again, dial: dial, log: log}, nil
+	return &Session{c: c, inUse: map[conn]int{}, retiring: map[conn]bool{}, target: again, dial: dial, log: log}, nil
 }
 
 func (s *Session) current() conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.c
+}
+
+// acquire returns the current connection, counted as in use until release.
+func (s *Session) acquire() conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inUse[s.c]++
+	return s.c
+}
+
+// release ends one use of c and closes c when it was replaced and this was
+// its last user.
+func (s *Session) release(c conn) {
+	s.mu.Lock()
+	s.inUse[c]--
+	last := s.inUse[c] <= 0
+	if last {
+		delete(s.inUse, c)
+	}
+	closeIt := last && s.retiring[c]
+	if closeIt {
+		delete(s.retiring, c)
+	}
+	s.mu.Unlock()
+	if closeIt {
+		_ = c.Close()
+	}
 }
 
 // notStarted tells whether err means the command or upload never started:
@@ -93,23 +127,29 @@ func (s *Session) reconnect(ctx context.Context, lost conn, cause error) (conn, 
 		return nil, err
 	}
 	nc.AddSecrets(s.secrets...)
-	_ = lost.Close()
 	s.c = nc
+	if s.inUse[lost] > 0 {
+		s.retiring[lost] = true // still running commands: closed by their release
+		return nc, nil
+	}
+	_ = lost.Close()
 	return nc, nil
 }
 
 // retry runs f on the current connection and, when it did not start, once
 // more on a new one.
 func (s *Session) retry(ctx context.Context, f func(conn) error) error {
-	c := s.current()
+	c := s.acquire()
 	err := f(c)
+	s.release(c)
 	if !notStarted(err) {
 		return err
 	}
-	nc, derr := s.reconnect(ctx, c, err)
-	if derr != nil {
+	if _, derr := s.reconnect(ctx, c, err); derr != nil {
 		return fmt.Errorf("%w (reconnecting failed too: %v)", err, derr)
 	}
+	nc := s.acquire()
+	defer s.release(nc)
 	return f(nc)
 }
 
@@ -148,5 +188,18 @@ func (s *Session) Host() string { return s.current().Host() }
 // HostKey is the host key the host presented (and that is pinned).
 func (s *Session) HostKey() ssh.PublicKey { return s.current().HostKey() }
 
-// Close closes the current connection.
-func (s *Session) Close() error { return s.current().Close() }
+// Close closes the current connection and any replaced one still draining.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	old := make([]conn, 0, len(s.retiring))
+	for c := range s.retiring {
+		old = append(old, c)
+	}
+	clear(s.retiring)
+	c := s.c
+	s.mu.Unlock()
+	for _, o := range old {
+		_ = o.Close()
+	}
+	return c.Close()
+}

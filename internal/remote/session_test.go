@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"sync"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
@@ -94,5 +95,92 @@ func TestSessionRedialsAnUploadOnce(t *testing.T) {
 	err = s.UploadAsRoot(context.Background(), "/x", []byte("y"), 0o600)
 	if !errors.Is(err, ErrConnectionLost) || n != 2 || conns[1].uploads != 1 {
 		t.Fatalf("err %v dials %d: want one reconnection, then the second failure", err, n)
+	}
+}
+
+// blockingConn runs "long" until release is closed and refuses any other
+// command with a channel-open failure, as sshd does beyond MaxSessions.
+type blockingConn struct {
+	fakeConn
+	mu      sync.Mutex
+	started chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingConn) Run(_ context.Context, cmd string, _ RunOpts) (Result, error) {
+	if cmd == "long" {
+		close(b.started)
+		<-b.release
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.closed {
+			return Result{}, &CommandError{Host: "n1", ExitCode: -1, Err: ErrConnectionLost}
+		}
+		return Result{Stdout: "long done"}, nil
+	}
+	return Result{}, &CommandError{Host: "n1", NotStarted: true, Err: errors.New("open session: ssh: rejected: administratively prohibited (open failed)")}
+}
+
+func (b *blockingConn) Close() error { b.mu.Lock(); defer b.mu.Unlock(); b.closed = true; return nil }
+
+func (b *blockingConn) isClosed() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.closed }
+
+func TestSessionReconnectLetsRunningCommandsFinish(t *testing.T) {
+	for _, closeSession := range []bool{false, true} {
+		t.Run(fmt.Sprintf("close session while draining=%v", closeSession), func(t *testing.T) {
+			old := &blockingConn{started: make(chan struct{}), release: make(chan struct{})}
+			fresh := &fakeConn{}
+			n := 0
+			dial := func(context.Context, Target) (conn, error) {
+				n++
+				if n == 1 {
+					return old, nil
+				}
+				return fresh, nil
+			}
+			s, err := openSession(context.Background(), Target{Host: "n1"}, dial)
+			if err != nil {
+				t.Fatal(err)
+			}
+			long := make(chan error, 1)
+			go func() {
+				res, err := s.Run(context.Background(), "long", RunOpts{})
+				if err == nil && res.Stdout != "long done" {
+					err = fmt.Errorf("stdout %q", res.Stdout)
+				}
+				long <- err
+			}()
+			<-old.started
+			res, err := s.Run(context.Background(), "short", RunOpts{})
+			if err != nil || res.Stdout != "ok" || n != 2 || fresh.runs != 1 {
+				t.Fatalf("short: err %v stdout %q dials %d: want it run once on a new connection", err, res.Stdout, n)
+			}
+			if old.isClosed() {
+				t.Fatal("the replaced connection was closed while a command was still running on it")
+			}
+			if closeSession {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if !old.isClosed() || !fresh.closed {
+					t.Fatalf("Close: replaced connection closed %v, current closed %v: want both", old.isClosed(), fresh.closed)
+				}
+				close(old.release)
+				if err := <-long; err == nil {
+					t.Fatal("the command on a connection closed by Session.Close reported success")
+				}
+				return
+			}
+			close(old.release)
+			if err := <-long; err != nil {
+				t.Fatalf("the running command: %v", err)
+			}
+			if !old.isClosed() {
+				t.Fatal("the replaced connection is still open after its last command ended")
+			}
+			if fresh.closed {
+				t.Fatal("the current connection was closed")
+			}
+		})
 	}
 }
