@@ -303,6 +303,7 @@ func (b *bench) engine() error {
 	errs := make([]error, len(ids))
 	time.Sleep(statsSettle) // the bursts' statistics are published
 	db0, dbErr := b.readDB()
+	b.pgssStart()
 	meter := startCPU(b.vnfmPID, b.pgPID)
 	waitProfile := b.profile("engine-cpu", b.o.sustain-time.Second)
 	t0 := time.Now()
@@ -344,6 +345,7 @@ func (b *bench) engine() error {
 	time.Sleep(statsSettle)
 	db1, err := b.readDB()
 	dbErr = errors.Join(dbErr, err)
+	b.pgssWrite("engine", done.Load(), "operations")
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

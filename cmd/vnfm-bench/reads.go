@@ -96,10 +96,12 @@ func (b *bench) reads() error {
 	if _, _, err := get(time.Second, false); err != nil { // warm-up: connections, caches
 		return err
 	}
+	b.pgssStart()
 	meter := startCPU(b.vnfmPID, b.pgPID)
 	waitProfile := b.profile("reads-cpu", b.o.readFor-time.Second)
 	rate, lats, err := get(b.o.readFor, true)
 	cpu := meter.stop()
+	b.pgssWrite("reads", int64(len(lats)), "requests") // one latency per request
 	waitProfile()
 	if err != nil {
 		return err

@@ -39,6 +39,7 @@ type bench struct {
 	pgPID     int
 	pool      *pgxpool.Pool
 	key       string
+	pgss      bool // pg_stat_statements is there (-profile)
 
 	vnfm    *harness.Process
 	vnfmPID int
@@ -75,7 +76,11 @@ func (b *bench) startDB() error {
 	}
 	t0 := time.Now()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	pg, err := pglocal.Start(b.ctx, pglocal.Options{DataDir: filepath.Join(dir, "pg"), Fast: b.o.fastDB, Logger: log})
+	popts := pglocal.Options{DataDir: filepath.Join(dir, "pg"), Fast: b.o.fastDB, Logger: log}
+	if b.o.profile {
+		popts.Settings = pgssSettings
+	}
+	pg, err := pglocal.Start(b.ctx, popts)
 	if err != nil {
 		return err
 	}

@@ -10,12 +10,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +66,11 @@ type Options struct {
 	// Fast trades durability for speed (tests): initdb --no-sync, fsync=off,
 	// synchronous_commit=off, full_page_writes=off, wal_level=minimal.
 	Fast bool
+	// Settings are extra postgresql.conf parameters (name → value, written
+	// quoted, which PostgreSQL accepts for every type), e.g.
+	// shared_preload_libraries for the bench's pg_stat_statements. They are
+	// rewritten at every start and win over the defaults above.
+	Settings map[string]string
 }
 
 // Server is a running PostgreSQL server started by Start.
@@ -104,6 +112,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	if o.Port < 0 || o.Port > math.MaxUint16 {
 		return nil, fmt.Errorf("pglocal: invalid port %d", o.Port)
+	}
+	for k := range o.Settings {
+		if !settingName.MatchString(k) {
+			return nil, fmt.Errorf("pglocal: invalid setting name %q", k)
+		}
 	}
 	began := time.Now()
 	s := &Server{opts: o, log: o.Logger}
@@ -576,12 +589,19 @@ func (s *Server) writeConf() error {
 		set("max_wal_senders", "0")
 		set("max_connections", "200")
 	}
+	for _, k := range slices.Sorted(maps.Keys(s.opts.Settings)) {
+		set(k, confString(s.opts.Settings[k]))
+	}
 	path := filepath.Join(s.pgData, confFile)
 	if err := writeFileAtomic(path, []byte(b.String()), 0o600); err != nil {
 		return err
 	}
 	return s.runAs.chown(path)
 }
+
+// settingName is what a postgresql.conf parameter name may be (an
+// extension's own have a dot).
+var settingName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
 
 // socketDirList renders dir as a one-element unix_socket_directories list,
 // which is comma-separated with double quotes for names that need them.

@@ -222,6 +222,36 @@ func TestExplicitPort(t *testing.T) {
 	}
 }
 
+// TestSettings: extra settings reach the server, a preloaded library
+// included, and a name that could break out of its line is refused.
+func TestSettings(t *testing.T) {
+	t.Parallel()
+	s := start(t, Options{DataDir: dataDir(t), Fast: true, Settings: map[string]string{
+		"shared_preload_libraries": "pg_stat_statements",
+		"pg_stat_statements.track": "all",
+		"work_mem":                 "7MB",
+	}})
+	c := connect(t, s.URL(""))
+	for setting, want := range map[string]string{"work_mem": "7MB", "shared_preload_libraries": "pg_stat_statements",
+		"pg_stat_statements.track": "all"} {
+		if got := queryString(t, c, "SHOW "+setting); got != want {
+			t.Errorf("SHOW %s = %q, want %q", setting, got, want)
+		}
+	}
+	if _, err := c.Exec(context.Background(), "CREATE EXTENSION pg_stat_statements"); err != nil {
+		t.Fatal(err)
+	}
+	if got := queryString(t, c, "SELECT count(*)::text FROM pg_stat_statements WHERE query LIKE 'CREATE EXTENSION%'"); got != "1" {
+		t.Errorf("pg_stat_statements rows for the CREATE EXTENSION = %s, want 1", got)
+	}
+	for _, bad := range []string{"work_mem = 1\nfsync", "", "a-b", "a.b.c"} {
+		_, err := Start(context.Background(), Options{DataDir: dataDir(t), Fast: true, Settings: map[string]string{bad: "1"}})
+		if err == nil || !strings.Contains(err.Error(), "invalid setting name") {
+			t.Errorf("setting %q: err %v, want invalid setting name", bad, err)
+		}
+	}
+}
+
 func TestStartErrorIncludesLogTail(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
