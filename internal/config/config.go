@@ -37,9 +37,12 @@ type Config struct {
 	Workers              int           `env:"VNFM_WORKERS" envDefault:"64"`
 	Lease                time.Duration `env:"VNFM_LEASE" envDefault:"30s"`
 	Poll                 time.Duration `env:"VNFM_POLL" envDefault:"2s"`
-	PageSize             int           `env:"VNFM_PAGE_SIZE" envDefault:"100"`
-	MaxBodyBytes         int64         `env:"VNFM_MAX_BODY_BYTES" envDefault:"1048576"`
-	ShutdownWait         time.Duration `env:"VNFM_SHUTDOWN_TIMEOUT" envDefault:"15s"`
+	// CNFSync is how often the VNFC records of settled CNF instances are
+	// refreshed from their Kubernetes VIM (Tacker's db_synchronization_interval); 0: never.
+	CNFSync      time.Duration `env:"VNFM_CNF_SYNC_INTERVAL" envDefault:"300s"`
+	PageSize     int           `env:"VNFM_PAGE_SIZE" envDefault:"100"`
+	MaxBodyBytes int64         `env:"VNFM_MAX_BODY_BYTES" envDefault:"1048576"`
+	ShutdownWait time.Duration `env:"VNFM_SHUTDOWN_TIMEOUT" envDefault:"15s"`
 	// Notifications: retry delays and how long to keep retrying one notification.
 	NotifyBackoffMin time.Duration `env:"VNFM_NOTIFY_BACKOFF_MIN" envDefault:"1s"`
 	NotifyBackoffMax time.Duration `env:"VNFM_NOTIFY_BACKOFF_MAX" envDefault:"5m"`
@@ -133,6 +136,9 @@ func Load() (*Config, error) {
 	}
 	if c.Workers < 1 || c.PageSize < 1 || c.Lease < time.Second {
 		return nil, errors.New("config: VNFM_WORKERS and VNFM_PAGE_SIZE must be ≥ 1 and VNFM_LEASE ≥ 1s")
+	}
+	if c.CNFSync != 0 && c.CNFSync < time.Second {
+		return nil, fmt.Errorf("config: VNFM_CNF_SYNC_INTERVAL=%s: write 0 to turn the refresh of CNF records off, or a duration of at least 1s (default 300s)", c.CNFSync)
 	}
 	return &c, nil
 }

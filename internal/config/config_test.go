@@ -125,6 +125,9 @@ func TestLoadRefusesHalfSettings(t *testing.T) {
 		{"outbound loopback typo", map[string]string{"VNFM_OUTBOUND_LOOPBACK": "yes please"}, "VNFM_OUTBOUND_LOOPBACK"},
 		{"outbound allow of metadata", map[string]string{"VNFM_OUTBOUND_ALLOW": "169.254.169.254"}, "always refused"},
 		{"outbound deny garbage", map[string]string{"VNFM_OUTBOUND_DENY": "10.0.0.0/8,intranet"}, "VNFM_OUTBOUND_DENY"},
+		{"CNF sync every millisecond", map[string]string{"VNFM_CNF_SYNC_INTERVAL": "1ms"}, "VNFM_CNF_SYNC_INTERVAL"},
+		{"CNF sync off", map[string]string{"VNFM_CNF_SYNC_INTERVAL": "0"}, ""},
+		{"CNF sync every 10 s", map[string]string{"VNFM_CNF_SYNC_INTERVAL": "10s"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {

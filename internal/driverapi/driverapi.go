@@ -449,6 +449,18 @@ type Outputs struct {
 	Project string
 }
 
+// Refresher is an Infra whose VIM changes the resources of a VNF on its own
+// (Kubernetes: a node drained, a pod evicted and re-created elsewhere),
+// so that the records of a settled instance drift until its next
+// operation. The engine calls Refresh periodically (VNFM_CNF_SYNC_INTERVAL)
+// outside any operation: op carries the instance's working copy, its VNFD,
+// flavour and VIM, no request and no progress; Refresh re-reads the VIM
+// and updates op.Instance's records in place (vnfcResourceInfo) without
+// changing any resource, and reports whether they changed. Optional.
+type Refresher interface {
+	Refresh(ctx context.Context, op *Op) (changed bool, err error)
+}
+
 // VIPCheck is a question to Infra.CheckVIP.
 type VIPCheck struct {
 	Package Package

@@ -34,6 +34,10 @@ type EngineConfig struct {
 	// GracefulCancelTimeout bounds how long a GRACEFUL cancel waits for the
 	// running step before its context is cancelled too (default 5m).
 	GracefulCancelTimeout time.Duration
+	// Refresh is how often the records of settled instances on VIMs whose
+	// infra driver is a driverapi.Refresher (Kubernetes) are refreshed from
+	// the VIM (0: never). See RefreshAll.
+	Refresh time.Duration
 	// Hooks for metrics and tests; may be nil.
 	Observer Observer
 	// Name identifies this process in lease owners (default hostname-pid).
@@ -101,6 +105,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	go e.commit.run(stop)
 	var wg, runs sync.WaitGroup
 	wg.Go(func() { e.listen(ctx) })
+	if e.cfg.Refresh > 0 {
+		wg.Go(func() { e.refreshLoop(ctx, e.cfg.Refresh) })
+	}
 	e.dispatch(ctx, &runs)
 	runs.Wait()
 	wg.Wait()

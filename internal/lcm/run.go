@@ -417,16 +417,7 @@ func (r *run) sealWork(w *work) ([]byte, error) {
 }
 
 func (r *run) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return nil, err
-	}
-	sealed, err := r.e.svc.box.SealJSON(b, store.InstancePlace(in.ID))
-	if err != nil {
-		return nil, err
-	}
-	var out model.VnfInstance
-	return &out, json.Unmarshal(sealed, &out)
+	return r.e.svc.sealInstance(in)
 }
 
 // progress journals per-node checkpoints of one step.

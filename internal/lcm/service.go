@@ -198,6 +198,20 @@ func (s *Service) openInstance(in *model.VnfInstance) (*model.VnfInstance, error
 	return &out, json.Unmarshal(plain, &out)
 }
 
+// sealInstance seals the secrets of an opened instance for storing.
+func (s *Service) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := s.box.SealJSON(b, store.InstancePlace(in.ID))
+	if err != nil {
+		return nil, err
+	}
+	var out model.VnfInstance
+	return &out, json.Unmarshal(sealed, &out)
+}
+
 // instanceAndVnfd loads what request validation needs.
 func (s *Service) instanceAndVnfd(ctx context.Context, id string) (*store.Instance, *model.Vnfd, error) {
 	in, err := s.GetInstance(ctx, id)

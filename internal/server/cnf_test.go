@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,59 @@ func TestCNFOnKubernetesVIM(t *testing.T) {
 		if v.ID == two[0].ID && v.ComputeResource.ResourceID == two[0].ComputeResource.ResourceID {
 			t.Errorf("healed VNFC %s kept pod %s", v.ID, v.ComputeResource.ResourceID)
 		}
+	}
+	// A pod replaced outside any operation (a drain, a deleted pod): the
+	// engine's refresh pass records the new pod under the same VNFC, with
+	// no operation occurrence.
+	opsBefore, _, err := st.ListOpOccs(ctx, store.Page{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := healed[1].ComputeResource.ResourceID
+	if err := cs.CoreV1().Pods("default").Delete(ctx, gone, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var live []string
+	for i := 0; ; i++ {
+		live = live[:0]
+		list, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil && p.Status.Phase == "Running" && p.Name != gone {
+				live = append(live, p.Name)
+			}
+		}
+		if len(live) == 2 && len(list.Items) == 2 {
+			break
+		}
+		if i == 300 {
+			t.Fatalf("pods after deleting %s: %v", gone, list.Items)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if n, err := eng.RefreshAll(ctx); err != nil || n != 1 {
+		t.Fatalf("refresh pass: %d instance(s) rewritten, %v; want 1", n, err)
+	}
+	refreshed := vnfcs()
+	var ids, podNames []string
+	for _, v := range refreshed {
+		ids, podNames = append(ids, v.ID), append(podNames, v.ComputeResource.ResourceID)
+	}
+	slices.Sort(ids)
+	slices.Sort(podNames)
+	slices.Sort(live)
+	want := []string{healed[0].ID, healed[1].ID}
+	slices.Sort(want)
+	if !slices.Equal(ids, want) || !slices.Equal(podNames, live) {
+		t.Fatalf("after the refresh: VNFCs %v on pods %v, want %v on the live pods %v", ids, podNames, want, live)
+	}
+	if n, err := eng.RefreshAll(ctx); err != nil || n != 0 {
+		t.Fatalf("second refresh pass: %d rewritten, %v; want none", n, err)
+	}
+	if opsAfter, _, err := st.ListOpOccs(ctx, store.Page{Limit: 100}); err != nil || len(opsAfter) != len(opsBefore) {
+		t.Fatalf("op occurrences %d after the refresh, %d before (%v): a refresh makes none", len(opsAfter), len(opsBefore), err)
 	}
 	wait(svc.Terminate(ctx, in.ID, []byte(`{"terminationType": "FORCEFUL"}`)))
 	if got, _ := st.GetInstance(ctx, in.ID); got.InstantiationState != model.NotInstantiated || len(got.VimConnectionInfo) != 0 {

@@ -378,7 +378,9 @@ func (e *k8sEnv) checkGone(c *cluster, objs []kubeObj, vs []cnfVnfc) {
 // VNF-A, completes and the VIM is gone.
 func TestTackerCNFsOnBuiltCluster(t *testing.T) {
 	began := time.Now()
-	e := newK8sEnv(t)
+	// Refresh passes every 2 s: VNF-B's records follow the drain below
+	// without an operation (default 300 s, as Tacker's sync_db).
+	e := newK8sEnv(t, "VNFM_CNF_SYNC_INTERVAL=2s")
 	vnfA := e.createInstance()
 	e.lcmLong(vnfA, "instantiate", e.instantiateBody(), "COMPLETED")
 	vc := e.k8sVim(vnfA)
@@ -424,6 +426,7 @@ func TestTackerCNFsOnBuiltCluster(t *testing.T) {
 	// uses its VIM: the victim is drained, VNF-B's pods run elsewhere.
 	e.lcmLong(vnfA, "scale", map[string]any{"type": "SCALE_OUT", "aspectId": "worker_instance"}, "COMPLETED")
 	_, before := e.vnfcs(vnfA)
+	vnfcsBefore, opsBeforeDrain := e.cnfVnfcs(vnfB), e.opsOf(vnfB)
 	podsBefore := map[string]string{}
 	for _, p := range c.podsOf(t, deployment) {
 		podsBefore[p.GetName()], _, _ = unstructured.NestedString(p.Object, "spec", "nodeName")
@@ -479,6 +482,41 @@ func TestTackerCNFsOnBuiltCluster(t *testing.T) {
 			}
 			t.Fatalf("VNF-B's Deployment has %d ready pods a minute after VNF-A's scale-in, want 2:\n%s", n, strings.Join(why, "\n"))
 		}
+	}
+
+	// Without an operation, the refresh pass records VNF-B's pods as they
+	// are after the drain: the same VNFCs, on the live pods.
+	var live, recorded, ids, idsBefore []string
+	for _, v := range vnfcsBefore {
+		idsBefore = append(idsBefore, v.ID)
+	}
+	slices.Sort(idsBefore)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		live, recorded, ids = nil, nil, nil
+		for _, p := range c.podsOf(t, deployment) {
+			live = append(live, p.GetName())
+		}
+		for _, v := range e.cnfVnfcs(vnfB) {
+			recorded, ids = append(recorded, v.Pod), append(ids, v.ID)
+		}
+		slices.Sort(live)
+		slices.Sort(recorded)
+		slices.Sort(ids)
+		if slices.Equal(live, recorded) && slices.Equal(ids, idsBefore) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("VNF-B's VNFCs %v on pods %v 30 s after the drain; want VNFCs %v on the live pods %v (VNFM_CNF_SYNC_INTERVAL=2s)",
+				ids, recorded, idsBefore, live)
+		}
+	}
+	drained := false
+	for _, v := range vnfcsBefore {
+		drained = drained || podsBefore[v.Pod] == victim
+	}
+	t.Logf("VNF-B had a pod on the drained node: %v; its VNFCs after the refresh: %v on %v", drained, ids, recorded)
+	if opsB := e.opsOf(vnfB); opsB != opsBeforeDrain {
+		t.Errorf("VNF-B's op occurrences changed across the refresh: %s, before %s; a refresh makes none", opsB, opsBeforeDrain)
 	}
 
 	// VNF-B's next operation records its pods as they are after the drain

@@ -87,7 +87,7 @@ type k8sEnv struct {
 	inject atomic.Bool // the next worker host booted fails its first kubeadm join
 }
 
-func newK8sEnv(t *testing.T) *k8sEnv {
+func newK8sEnv(t *testing.T, env ...string) *k8sEnv {
 	t.Helper()
 	hn := testhosts.NewTestNetwork(t, testhosts.Options{Prefix: "kadm", Subnet: k8sSubnet})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -110,7 +110,7 @@ func newK8sEnv(t *testing.T) *k8sEnv {
 	srv := httptest.NewServer(sim)
 	t.Cleanup(func() { srv.Close(); _ = sim.Close() })
 	e.osEnv = &osEnv{t: t, sim: sim, simURL: srv.URL, db: pgtest.NewDB(t), key: secrets.NewKey()}
-	e.vnfm = harness.Start(t, roleKubeadm, e.db, e.key, kadmNetnsEnv+"="+hn.CtlNamespace(), "VNFM_LEASE=10s")
+	e.vnfm = harness.Start(t, roleKubeadm, e.db, e.key, append([]string{kadmNetnsEnv + "=" + hn.CtlNamespace(), "VNFM_LEASE=10s"}, env...)...)
 	t.Cleanup(func() {
 		if logs := e.vnfm.Logs(); strings.Contains(logs, "WARNING: DATA RACE") {
 			t.Errorf("the VNFM process reported a data race:\n%s", logs)

@@ -1,7 +1,9 @@
 package kubernetes
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -122,6 +124,47 @@ func (d *Driver) sync(ctx context.Context, op *driverapi.Op, c *cluster, pl *pla
 	if err != nil {
 		return err
 	}
+	record(op, pods, mode)
+	return nil
+}
+
+// Refresh implements driverapi.Refresher: the workloads' pods as they are
+// now become vnfcResourceInfo (what Tacker's periodic sync_db does). A VNFC
+// whose pod is gone (evicted by a drain, deleted, replaced by its
+// controller) keeps its id for a new pod of the same VDU, as Tacker
+// renames it; VNFCs are added or dropped only when the pod count changed.
+// Nothing in the cluster is changed.
+func (d *Driver) Refresh(ctx context.Context, op *driverapi.Op) (bool, error) {
+	pl, c, err := d.begin(ctx, op)
+	if err != nil {
+		return false, err
+	}
+	pods, err := d.pods(ctx, c, pl, op.Instance.ID)
+	if err != nil {
+		return false, err
+	}
+	info := op.Instance.InstantiatedVnfInfo
+	before, err := json.Marshal(info.VnfcResourceInfo)
+	if err != nil {
+		return false, err
+	}
+	live := map[string]bool{}
+	for _, lp := range pods {
+		live[string(lp.Pod.UID)] = true
+	}
+	gone := map[string][]string{}
+	for _, v := range info.VnfcResourceInfo {
+		if uid, _ := v.Metadata[MetaPodUID].(string); !live[uid] {
+			gone[v.VduID] = append(gone[v.VduID], v.ID)
+		}
+	}
+	record(op, pods, syncMode{reuse: gone})
+	after, err := json.Marshal(info.VnfcResourceInfo)
+	return !bytes.Equal(before, after), err
+}
+
+// record makes pods the instance's vnfcResourceInfo (see syncMode).
+func record(op *driverapi.Op, pods []livePod, mode syncMode) {
 	info := op.Instance.InstantiatedVnfInfo
 	old := info.VnfcResourceInfo
 	byUID := map[string]int{}
@@ -184,7 +227,6 @@ func (d *Driver) sync(ctx context.Context, op *driverapi.Op, c *cluster, pl *pla
 		}
 	}
 	info.VnfcResourceInfo = out
-	return nil
 }
 
 func podReady(p *corev1.Pod) bool {
