@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -40,6 +42,31 @@ func (b *bench) pgssStart() {
 	if err := b.exec(b.ctx, `SELECT pg_stat_statements_reset()`); err != nil {
 		logf("pg_stat_statements_reset: %v", err)
 	}
+	// Table counters cannot be reset alone (pg_stat_reset would reset the
+	// commit counts too): take the difference.
+	b.tabs0, _ = b.tableCounters()
+}
+
+// tableCounters are a table's row changes (pg_stat_user_tables).
+type tableCounters struct{ ins, upd, hot, del, idx, seq int64 }
+
+func (b *bench) tableCounters() (map[string]tableCounters, error) {
+	rows, err := b.pool.Query(b.ctx, `SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del,
+		COALESCE(idx_scan, 0), seq_scan FROM pg_stat_user_tables`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]tableCounters{}
+	for rows.Next() {
+		var name string
+		var c tableCounters
+		if err := rows.Scan(&name, &c.ins, &c.upd, &c.hot, &c.del, &c.idx, &c.seq); err != nil {
+			return nil, err
+		}
+		out[name] = c
+	}
+	return out, rows.Err()
 }
 
 // pgssWrite writes the statements run since pgssStart, divided by ops (the
@@ -109,6 +136,24 @@ func (b *bench) pgssWrite(phase string, ops int64, unit string) {
 		fmt.Fprintf(tw, "\t\t\t\t  (%d statements more)\n", len(all)-pgssTop)
 	}
 	_ = tw.Flush()
+	// Row changes per table: an update that is not HOT writes an entry in
+	// every index of the table (the published counters lag up to a second:
+	// the phases wait for them).
+	if tabs1, err := b.tableCounters(); err == nil && b.tabs0 != nil {
+		fmt.Fprintf(&sb, "\nrow changes per %s (pg_stat_user_tables):\n", strings.TrimSuffix(unit, "s"))
+		tw = tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "inserts\tupdates\tof them HOT\tdeletes\tindex scans\tseq scans\t  table")
+		for _, name := range slices.Sorted(maps.Keys(tabs1)) {
+			a, z := b.tabs0[name], tabs1[name]
+			d := tableCounters{z.ins - a.ins, z.upd - a.upd, z.hot - a.hot, z.del - a.del, z.idx - a.idx, z.seq - a.seq}
+			if d == (tableCounters{}) {
+				continue
+			}
+			fmt.Fprintf(tw, "%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t  %s\n", float64(d.ins)/n, float64(d.upd)/n,
+				float64(d.hot)/n, float64(d.del)/n, float64(d.idx)/n, float64(d.seq)/n, name)
+		}
+		_ = tw.Flush()
+	}
 	path := b.prefix + "-" + phase + "-pgss.txt"
 	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
 		logf("pg_stat_statements: %v", err)

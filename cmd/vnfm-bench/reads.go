@@ -101,6 +101,9 @@ func (b *bench) reads() error {
 	waitProfile := b.profile("reads-cpu", b.o.readFor-time.Second)
 	rate, lats, err := get(b.o.readFor, true)
 	cpu := meter.stop()
+	if b.pgss {
+		time.Sleep(statsSettle) // the table counters are published
+	}
 	b.pgssWrite("reads", int64(len(lats)), "requests") // one latency per request
 	waitProfile()
 	if err != nil {

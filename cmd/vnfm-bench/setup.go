@@ -40,6 +40,7 @@ type bench struct {
 	pool      *pgxpool.Pool
 	key       string
 	pgss      bool // pg_stat_statements is there (-profile)
+	tabs0     map[string]tableCounters
 
 	vnfm    *harness.Process
 	vnfmPID int
