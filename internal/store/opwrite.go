@@ -46,10 +46,6 @@ type OpWriteResult struct {
 	Err error  // ErrLeaseLost when the owner no longer holds the lease
 }
 
-// fenced makes a statement do nothing unless $1's lease is held by $2; the
-// group's first statement for the op has locked its row already.
-const fenced = `EXISTS (SELECT 1 FROM vnf_lcm_op_occs WHERE id=$1 AND lease_owner=$2)`
-
 // WriteOps applies several operations' writes in one transaction: one
 // commit (one WAL flush) for all of them — the engine's group commit. A
 // write whose lease is lost changes nothing and gets ErrLeaseLost; the others
@@ -100,39 +96,55 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 			fargs[i] = a
 		}
 	}
+	fence := newFence(ws)
 	out := make([]OpWriteResult, len(ws))
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		// One round trip for every write of the group.
+		// Round trip 1, the fence: every op row of the group whose lease its
+		// writer holds, locked until the commit (by the update that sets its
+		// new working copy, when there is one), so that no lease changes
+		// hands before the writes below commit and they need no fence of
+		// their own.
 		var b pgx.Batch
+		held := map[opOwner]bool{}
+		b.Queue(fence.sql, fence.args...).Query(func(rows pgx.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				var k opOwner
+				if err := rows.Scan(&k.op, &k.owner); err != nil {
+					return err
+				}
+				held[k] = true
+			}
+			return rows.Err()
+		})
+		var targets []target
+		if anyFinish {
+			queueTargets(&b, &targets)
+		}
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return err
+		}
+		// Round trip 2: the journal, a few multi-row statements for the whole
+		// group, then each finish.
+		var jb journalBatch
+		finished := map[string]bool{} // the lease ended earlier in the group
 		for i, w := range ws {
-			// The fence: the op's row locked while its owner holds the lease
-			// (by the new working copy's update when there is one: the lock
-			// comes with it), so it cannot change hands until the commit.
-			if w.Work != nil {
-				b.Queue(`UPDATE vnf_lcm_op_occs SET work=$3 WHERE id=$1 AND lease_owner=$2`, w.OpOccID, w.Owner, w.Work).
-					Exec(func(tag pgconn.CommandTag) error {
-						if tag.RowsAffected() == 0 {
-							out[i].Err = ErrLeaseLost
-						}
-						return nil
-					})
-			} else {
-				b.Queue(`SELECT 1 FROM vnf_lcm_op_occs WHERE id=$1 AND lease_owner=$2 FOR NO KEY UPDATE`, w.OpOccID, w.Owner).
-					QueryRow(func(row pgx.Row) error {
-						var one int
-						err := row.Scan(&one)
-						if errors.Is(err, pgx.ErrNoRows) {
-							out[i].Err = ErrLeaseLost
-							return nil
-						}
-						return err
-					})
+			if finished[w.OpOccID] || !held[opOwner{w.OpOccID, w.Owner}] {
+				out[i].Err = ErrLeaseLost
+				continue
 			}
 			for _, j := range w.Journal {
-				queueJournal(&b, w.Owner, j)
+				jb.add(j)
 			}
+			if w.Finish != nil {
+				finished[w.OpOccID] = true
+			}
+		}
+		b = pgx.Batch{}
+		jb.queue(&b)
+		for i, w := range ws {
 			f := w.Finish
-			if f == nil {
+			if f == nil || out[i].Err != nil {
 				continue
 			}
 			if f.Instance != nil {
@@ -140,9 +152,8 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 				if err != nil {
 					return err
 				}
-				b.Queue(q+` AND EXISTS (SELECT 1 FROM vnf_lcm_op_occs WHERE id=$18 AND lease_owner=$19)`,
-					append(args, w.OpOccID, w.Owner)...).Exec(func(tag pgconn.CommandTag) error {
-					if tag.RowsAffected() == 0 && out[i].Err == nil {
+				b.Queue(q, args...).Exec(func(tag pgconn.CommandTag) error {
+					if tag.RowsAffected() == 0 {
 						return fmt.Errorf("store: VNF instance %s: %w", f.Instance.ID, ErrNotFound)
 					}
 					return nil
@@ -157,18 +168,16 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 				QueryRow(func(row pgx.Row) error {
 					op, err := scanOp(row)
 					if errors.Is(err, ErrNotFound) {
-						return nil // the fence said so already
+						return errors.New("store: a fenced op row lost its lease") // cannot happen: it is locked
 					}
 					out[i].Op = op
 					return err
 				})
 		}
-		var targets []target
-		if anyFinish {
-			queueTargets(&b, &targets)
-		}
-		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-			return err
+		if b.Len() > 0 {
+			if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+				return err
+			}
 		}
 		if !anyFinish {
 			return nil
@@ -201,25 +210,187 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 	return out, nil
 }
 
-// queueJournal queues one fenced journal change (see JournalBegin, JournalEnd, JournalNote).
-func queueJournal(b *pgx.Batch, owner string, j JournalWrite) {
-	e := j.Entry
-	switch j.Kind {
-	case JournalBeginKind:
-		b.Queue(`INSERT INTO op_journal (op_occ_id, phase, step_index, step, node, state, message, start_time)
-			SELECT $1,$3,$4,$5,$6,'RUNNING',$7,clock_timestamp() WHERE `+fenced+`
-			ON CONFLICT (op_occ_id, phase, step, node) DO UPDATE SET state='RUNNING', attempt=op_journal.attempt+1,
-				message=EXCLUDED.message, error=NULL, start_time=EXCLUDED.start_time, end_time=NULL`,
-			e.OpOccID, owner, e.Phase, e.StepIndex, e.Step, e.Node, nullable(e.Message))
-	case JournalNoteKind:
-		b.Queue(`UPDATE op_journal SET message=$6 WHERE op_occ_id=$1 AND phase=$3 AND step=$4 AND node=$5 AND `+fenced,
-			e.OpOccID, owner, e.Phase, e.Step, e.Node, nullable(e.Message))
-	default:
-		b.Queue(`INSERT INTO op_journal (op_occ_id, phase, step_index, step, node, state, message, error, output, start_time, end_time)
-			SELECT $1,$3,$4,$5,$6,$7,$8,$9,$10,clock_timestamp(),clock_timestamp() WHERE `+fenced+`
-			ON CONFLICT (op_occ_id, phase, step, node) DO UPDATE SET state=EXCLUDED.state,
-				message=COALESCE(EXCLUDED.message, op_journal.message), error=EXCLUDED.error,
-				output=COALESCE(EXCLUDED.output, op_journal.output), end_time=EXCLUDED.end_time`,
-			e.OpOccID, owner, e.Phase, e.StepIndex, e.Step, e.Node, e.State, nullable(e.Message), nullable(e.Error), e.Output)
+type opOwner struct{ op, owner string }
+
+// fenceQuery is the group's fence statement and its arguments.
+type fenceQuery struct {
+	sql  string
+	args []any
+}
+
+// newFence builds one statement that locks the op rows of the group whose
+// leases their writers hold, setting the new working copies on the way, and
+// returns their (id, owner). Each (op, owner) appears once; its working copy
+// is the last one written before the op's finish. The rows are found by
+// their ids (an index scan, whatever the planner thinks of the arrays' sizes)
+// and kept when "id/owner" is one of the pairs.
+func newFence(ws []OpWrite) fenceQuery {
+	var (
+		ids, pairs []string
+		works      []*string // text: pgx would send a [][]byte as bytea[]
+		at         = map[opOwner]int{}
+		finished   = map[string]bool{}
+		anyWork    bool
+	)
+	for _, w := range ws {
+		k := opOwner{w.OpOccID, w.Owner}
+		i, ok := at[k]
+		if !ok {
+			i = len(ids)
+			at[k] = i
+			ids, pairs, works = append(ids, w.OpOccID), append(pairs, w.OpOccID+"/"+w.Owner), append(works, nil)
+		}
+		if w.Work != nil && !finished[w.OpOccID] {
+			s := string(w.Work)
+			works[i], anyWork = &s, true
+		}
+		if w.Finish != nil {
+			finished[w.OpOccID] = true
+		}
 	}
+	if !anyWork {
+		return fenceQuery{`SELECT id::text, lease_owner FROM vnf_lcm_op_occs
+			WHERE id = ANY($1::uuid[]) AND id::text || '/' || lease_owner = ANY($2::text[])
+			FOR NO KEY UPDATE`, []any{ids, pairs}}
+	}
+	return fenceQuery{`WITH u AS (UPDATE vnf_lcm_op_occs SET work = ($3::text[])[array_position($2::text[], id::text || '/' || lease_owner)]::jsonb
+			WHERE id = ANY($1::uuid[]) AND id::text || '/' || lease_owner = ANY($2::text[])
+			  AND ($3::text[])[array_position($2::text[], id::text || '/' || lease_owner)] IS NOT NULL
+			RETURNING id, lease_owner),
+		l AS (SELECT id, lease_owner FROM vnf_lcm_op_occs
+			WHERE id = ANY($1::uuid[]) AND id::text || '/' || lease_owner = ANY($2::text[])
+			  AND ($3::text[])[array_position($2::text[], id::text || '/' || lease_owner)] IS NULL
+			FOR NO KEY UPDATE)
+		SELECT id::text, lease_owner FROM u UNION ALL SELECT id::text, lease_owner FROM l`, []any{ids, pairs, works}}
+}
+
+type journalKey struct{ op, phase, step, node string }
+
+// journalBatch turns the journal writes of a group into a few multi-row
+// statements, one per kind of change. A row may change more than once in a
+// group (a node's start, then its end), which one statement cannot do: a
+// start followed by the end of the same row is folded into one change (a
+// "restart"), and whatever still repeats goes into a second round of
+// statements, in order. (INSERT … ON CONFLICT finds each row by the primary
+// key; a MERGE or an UPDATE … FROM joining the arrays may read the whole
+// journal.)
+type journalBatch struct {
+	rows   map[journalKey][]*journalRow
+	order  []journalKey // first seen, for a stable statement order
+	rounds int
+}
+
+type journalRow struct {
+	kind string // JournalBeginKind, JournalEndKind, JournalNoteKind, journalRestart
+	e    JournalEntry
+}
+
+// journalRestart is a start and an end of one row folded into one change.
+const journalRestart = "restart"
+
+func (jb *journalBatch) add(j JournalWrite) {
+	e := j.Entry
+	k := journalKey{e.OpOccID, e.Phase, e.Step, e.Node}
+	if jb.rows == nil {
+		jb.rows = map[journalKey][]*journalRow{}
+	}
+	rs, seen := jb.rows[k]
+	if !seen {
+		jb.order = append(jb.order, k)
+	}
+	if n := len(rs); n > 0 && j.Kind == JournalEndKind && rs[n-1].kind == JournalBeginKind {
+		// The start's message, unless the end has its own (as the two
+		// statements would leave it).
+		if e.Message == "" {
+			e.Message = rs[n-1].e.Message
+		}
+		rs[n-1] = &journalRow{kind: journalRestart, e: e}
+		return
+	}
+	kind := j.Kind
+	if kind != JournalBeginKind && kind != JournalNoteKind {
+		kind = JournalEndKind
+	}
+	jb.rows[k] = append(rs, &journalRow{kind: kind, e: e})
+	jb.rounds = max(jb.rounds, len(jb.rows[k]))
+}
+
+// queue queues the statements: per round (the n-th change of every row), one per kind.
+func (jb *journalBatch) queue(b *pgx.Batch) {
+	for r := range jb.rounds {
+		cols := map[string]*journalCols{}
+		for _, k := range jb.order {
+			rs := jb.rows[k]
+			if r >= len(rs) {
+				continue
+			}
+			c := cols[rs[r].kind]
+			if c == nil {
+				c = &journalCols{}
+				cols[rs[r].kind] = c
+			}
+			c.add(rs[r])
+		}
+		if c := cols[JournalBeginKind]; c != nil {
+			b.Queue(journalBegins, c.op, c.phase, c.idx, c.step, c.node, c.msg)
+		}
+		if c := cols[JournalEndKind]; c != nil {
+			b.Queue(journalEnds, c.op, c.phase, c.idx, c.step, c.node, c.msg, c.state, c.err, c.out)
+		}
+		if c := cols[journalRestart]; c != nil {
+			b.Queue(journalRestarts, c.op, c.phase, c.idx, c.step, c.node, c.msg, c.state, c.err, c.out)
+		}
+		if c := cols[JournalNoteKind]; c != nil {
+			b.Queue(journalNotes, c.op, c.phase, c.step, c.node, c.msg)
+		}
+	}
+}
+
+const (
+	// journalBegins: steps or nodes start (again): RUNNING, attempt+1 on a repeat.
+	journalBegins = `INSERT INTO op_journal (op_occ_id, phase, step_index, step, node, state, message, start_time)
+		SELECT op, phase, idx, step, node, 'RUNNING', msg, clock_timestamp()
+		FROM unnest($1::uuid[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[]) AS j(op, phase, idx, step, node, msg)
+		ON CONFLICT (op_occ_id, phase, step, node) DO UPDATE SET state = 'RUNNING', attempt = op_journal.attempt + 1,
+			message = EXCLUDED.message, error = NULL, start_time = EXCLUDED.start_time, end_time = NULL`
+	// journalEnds: steps or nodes end (state, error, output).
+	journalEnds = `INSERT INTO op_journal (op_occ_id, phase, step_index, step, node, state, message, error, output, start_time, end_time)
+		SELECT op, phase, idx, step, node, state, msg, err, out::jsonb, clock_timestamp(), clock_timestamp()
+		FROM unnest($1::uuid[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+			AS j(op, phase, idx, step, node, msg, state, err, out)
+		ON CONFLICT (op_occ_id, phase, step, node) DO UPDATE SET state = EXCLUDED.state,
+			message = COALESCE(EXCLUDED.message, op_journal.message), error = EXCLUDED.error,
+			output = COALESCE(EXCLUDED.output, op_journal.output), end_time = EXCLUDED.end_time`
+	// journalRestarts: a begin and an end at once.
+	journalRestarts = `INSERT INTO op_journal (op_occ_id, phase, step_index, step, node, state, message, error, output, start_time, end_time)
+		SELECT op, phase, idx, step, node, state, msg, err, out::jsonb, clock_timestamp(), clock_timestamp()
+		FROM unnest($1::uuid[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+			AS j(op, phase, idx, step, node, msg, state, err, out)
+		ON CONFLICT (op_occ_id, phase, step, node) DO UPDATE SET state = EXCLUDED.state, attempt = op_journal.attempt + 1,
+			message = EXCLUDED.message, error = EXCLUDED.error, output = COALESCE(EXCLUDED.output, op_journal.output),
+			start_time = EXCLUDED.start_time, end_time = EXCLUDED.end_time`
+	// journalNotes: new messages of steps or nodes (none for a row that does not exist).
+	journalNotes = `UPDATE op_journal j SET message = n.msg
+		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[]) AS n(op, phase, step, node, msg)
+		WHERE j.op_occ_id = n.op AND j.phase = n.phase AND j.step = n.step AND j.node = n.node`
+)
+
+// journalCols are the statement's columns, as arrays.
+type journalCols struct {
+	op, phase, step, node, state []string
+	idx                          []int32
+	msg, err, out                []*string // NULL when empty
+}
+
+func (c *journalCols) add(r *journalRow) {
+	e := r.e
+	c.op, c.phase, c.step, c.node = append(c.op, e.OpOccID), append(c.phase, e.Phase), append(c.step, e.Step), append(c.node, e.Node)
+	c.state, c.idx = append(c.state, e.State), append(c.idx, int32(e.StepIndex))
+	c.msg, c.err = append(c.msg, nullable(e.Message)), append(c.err, nullable(e.Error))
+	var out *string // text: pgx would send a [][]byte as bytea[]
+	if len(e.Output) > 0 {
+		s := string(e.Output)
+		out = &s
+	}
+	c.out = append(c.out, out)
 }

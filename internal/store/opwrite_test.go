@@ -1,8 +1,11 @@
 package store_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +149,99 @@ func TestWriteOpsGroup(t *testing.T) {
 	got, err := st.GetOpOcc(ctx, ops[0].ID)
 	if err != nil || len(got.Work) == 0 {
 		t.Fatalf("FAILED_TEMP keeps the work written before it: %v %q", err, got.Work)
+	}
+}
+
+// A group's journal writes are merged into few statements (a node's start
+// and end folded into one change, repeated changes of a row in rounds): the
+// journal they leave is the one that writing them one by one leaves, for
+// every sequence of kinds the engine makes (rows that start in the same
+// commit may list in another order).
+func TestWriteOpsJournalGroupEqualsOneByOne(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	newOps(t, st, 2)
+	ops, err := st.ClaimN(ctx, "e", time.Minute, 2)
+	if err != nil || len(ops) != 2 {
+		t.Fatalf("claim: %v %d", err, len(ops))
+	}
+	type jw struct {
+		kind, step, node, state, msg, err, out string
+	}
+	// Several rounds of writes: each inner slice is one group.
+	script := [][]jw{
+		{{kind: "begin", step: "a"}},
+		{{kind: "note", step: "a", msg: "working"}, {kind: "begin", step: "a", node: "n1", msg: "n1 starts"},
+			{kind: "end", step: "a", node: "n1", state: model.StepCompleted, out: `{"token":1}`},
+			{kind: "begin", step: "a", node: "n2", msg: "n2 starts"}, {kind: "note", step: "a", node: "n2", msg: "n2 half"},
+			{kind: "end", step: "a", node: "n2", state: model.StepFailed, err: "boom"}},
+		// the node again: start, note, end, then a note on the ended row
+		{{kind: "begin", step: "a", node: "n2"}, {kind: "end", step: "a", node: "n2", state: model.StepCompleted},
+			{kind: "note", step: "a", node: "n2", msg: "after"}, {kind: "end", step: "a", state: model.StepCompleted},
+			{kind: "begin", step: "b"}, {kind: "note", step: "b", msg: "b runs"}},
+		// a retried node whose end brings no output keeps its old one; a
+		// note on a row that does not exist does nothing
+		{{kind: "begin", step: "a", node: "n1", msg: "again"}, {kind: "end", step: "a", node: "n1", state: model.StepCompleted},
+			{kind: "note", step: "c", msg: "nobody"}, {kind: "end", step: "b", state: model.StepFailed, err: "b failed", msg: "b ended"},
+			{kind: "begin", step: "b"}, {kind: "end", step: "b", state: model.StepCompleted}, {kind: "begin", step: "b"}},
+	}
+	write := func(op *store.OpOcc, group []jw) store.OpWrite {
+		w := store.OpWrite{OpOccID: op.ID, Owner: op.LeaseOwner}
+		for _, x := range group {
+			e := store.JournalEntry{OpOccID: op.ID, Phase: store.PhaseRun, Step: x.step, Node: x.node, State: x.state,
+				Message: x.msg, Error: x.err}
+			if x.out != "" {
+				e.Output = []byte(x.out)
+			}
+			w.Journal = append(w.Journal, store.JournalWrite{Kind: x.kind, Entry: e})
+		}
+		return w
+	}
+	for i, group := range script {
+		// ops[0]: the group at once, split over several OpWrites of the op;
+		// ops[1]: one journal write per transaction.
+		half := len(group) / 2
+		res := st.WriteOps(ctx, []store.OpWrite{write(ops[0], group[:half]), write(ops[0], group[half:])})
+		if res[0].Err != nil || res[1].Err != nil {
+			t.Fatalf("group %d: %v %v", i, res[0].Err, res[1].Err)
+		}
+		for _, x := range group {
+			if r := st.WriteOps(ctx, []store.OpWrite{write(ops[1], []jw{x})})[0]; r.Err != nil {
+				t.Fatalf("group %d one by one: %v", i, r.Err)
+			}
+		}
+		j, err := st.Journal(ctx, []string{ops[0].ID, ops[1].ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Rows that start in one commit may list in another order (their start
+		// times follow the statements): compare them by step and node.
+		a, b := j[ops[0].ID], j[ops[1].ID]
+		for _, es := range [][]store.JournalEntry{a, b} {
+			slices.SortFunc(es, func(x, y store.JournalEntry) int {
+				return cmp.Or(cmp.Compare(x.Step, y.Step), cmp.Compare(x.Node, y.Node))
+			})
+		}
+		if len(a) != len(b) {
+			t.Fatalf("after group %d: %d entries at once, %d one by one", i, len(a), len(b))
+		}
+		for k := range a {
+			x, y := a[k], b[k]
+			if (x.StartTime == nil) != (y.StartTime == nil) || (x.EndTime == nil) != (y.EndTime == nil) {
+				t.Errorf("after group %d, %s/%s: times differ: %v %v / %v %v", i, x.Step, x.Node, x.StartTime, x.EndTime, y.StartTime, y.EndTime)
+			}
+			x.OpOccID, x.StartTime, x.EndTime, y.OpOccID, y.StartTime, y.EndTime = "", nil, nil, "", nil, nil
+			if fmt.Sprint(x) != fmt.Sprint(y) {
+				t.Errorf("after group %d:\n at once    %+v\n one by one %+v", i, x, y)
+			}
+		}
+	}
+	j, _ := st.Journal(ctx, []string{ops[0].ID})
+	want := map[string]string{"a/": "COMPLETED 1 working", "a/n1": `COMPLETED 2 again {"token": 1}`, "a/n2": "COMPLETED 2 after",
+		"b/": "RUNNING 3 "}
+	for _, e := range j[ops[0].ID] {
+		if got := fmt.Sprintf("%s %d %s %s", e.State, e.Attempt, e.Message, e.Output); strings.TrimSpace(got) != strings.TrimSpace(want[e.Step+"/"+e.Node]) {
+			t.Errorf("%s/%s: %q, want %q", e.Step, e.Node, got, want[e.Step+"/"+e.Node])
+		}
 	}
 }
