@@ -96,8 +96,10 @@ type Op struct {
 	RollingBack bool
 	// Instance is the decrypted working copy of the VNF instance.
 	Instance *model.VnfInstance
-	Vnfd     *model.Vnfd
-	Flavour  *model.Flavour
+	// Vnfd and Flavour (one of its flavours) are shared by every operation
+	// on the package: read-only.
+	Vnfd    *model.Vnfd
+	Flavour *model.Flavour
 	// Request is the operation's request.
 	Request Request
 	// Package reads the instance's VNF package.
@@ -157,8 +159,10 @@ type Accept struct {
 	Request   Request
 	// Instance is the instance as stored, its secrets in the clear.
 	Instance *model.VnfInstance
-	Vnfd     *model.Vnfd
-	// Flavour is the flavour the request instantiates, else the instance's.
+	// Vnfd is shared by every request on the package: read-only.
+	Vnfd *model.Vnfd
+	// Flavour is the flavour the request instantiates, else the instance's
+	// (read-only, like Vnfd).
 	Flavour *model.Flavour
 	Package Package
 	// Infra is the infra driver the operation will run on (nil: none yet).

@@ -345,22 +345,27 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 		}
 	}
 	fresh := w.Instance == nil
+	var pkg *model.Package
 	if fresh {
-		in, err := svc.st.GetInstance(ctx, r.op.VnfInstanceID)
+		in, p, err := svc.st.InstanceAndPackage(ctx, r.op.VnfInstanceID)
 		if err != nil {
 			return nil, nil, fmt.Errorf("VNF instance %s: %w", r.op.VnfInstanceID, err)
+		}
+		if p == nil {
+			return nil, nil, fmt.Errorf("VNF package of vnfdId %s: %w", in.VnfdID, store.ErrNotFound)
 		}
 		opened, err := svc.openInstance(&in.VnfInstance)
 		if err != nil {
 			return nil, nil, err
 		}
-		w.Instance = opened
+		w.Instance, pkg = opened, p
 	}
 	b, _ := json.Marshal(w.Instance)
 	r.secrets = append(r.secrets, secrets.ValuesJSON(b)...)
-	pkg, err := svc.st.PackageByVnfdID(ctx, w.Instance.VnfdID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("VNF package of vnfdId %s: %w", w.Instance.VnfdID, err)
+	if pkg == nil {
+		if pkg, err = svc.st.PackageByVnfdID(ctx, w.Instance.VnfdID); err != nil {
+			return nil, nil, fmt.Errorf("VNF package of vnfdId %s: %w", w.Instance.VnfdID, err)
+		}
 	}
 	dop := &driverapi.Op{ID: r.op.ID, Operation: r.op.Operation, Instance: w.Instance, Vnfd: pkg.Vnfd,
 		Request: req, Previous: w.Previous, Scratch: w.Scratch, Victims: w.Victims,

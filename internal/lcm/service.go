@@ -214,16 +214,18 @@ func (s *Service) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error
 
 // instanceAndVnfd loads what request validation needs.
 func (s *Service) instanceAndVnfd(ctx context.Context, id string) (*store.Instance, *model.Vnfd, error) {
-	in, err := s.GetInstance(ctx, id)
-	if err != nil {
-		return nil, nil, err
+	if !validID(id) {
+		return nil, nil, notFoundInstance(id)
 	}
-	pkg, err := s.st.PackageByVnfdID(ctx, in.VnfdID)
+	in, pkg, err := s.st.InstanceAndPackage(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, errorf(KindUnprocessable, "the VNF package with vnfdId %s of VNF instance %s is no longer onboarded", in.VnfdID, id)
+		return nil, nil, notFoundInstance(id)
 	}
 	if err != nil {
 		return nil, nil, err
+	}
+	if pkg == nil {
+		return nil, nil, errorf(KindUnprocessable, "the VNF package with vnfdId %s of VNF instance %s is no longer onboarded", in.VnfdID, id)
 	}
 	return in, pkg.Vnfd, nil
 }

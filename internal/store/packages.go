@@ -509,25 +509,3 @@ func (s *Store) PutPackage(ctx context.Context, p *model.Package) error {
 		p.ID, v.ID, p.OnboardingState, p.OperationalState, vnfd, v.Provider, v.ProductName, v.SoftwareVersion, v.Version)
 	return err
 }
-
-// PackageByVnfdID finds the package that carries a VNFD.
-func (s *Store) PackageByVnfdID(ctx context.Context, vnfdID string) (*model.Package, error) {
-	var (
-		p   model.Package
-		raw []byte
-	)
-	err := s.pool.QueryRow(ctx, `SELECT id, onboarding_state, operational_state, usage_state, vnfd
-		FROM vnf_packages_doc WHERE vnfd_id=$1`, vnfdID).Scan(&p.ID, &p.OnboardingState, &p.OperationalState, &p.UsageState, &raw)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &p.Vnfd); err != nil {
-			return nil, fmt.Errorf("store: package %s VNFD: %w", p.ID, err)
-		}
-	}
-	return &p, nil
-}

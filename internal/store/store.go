@@ -30,8 +30,9 @@ const (
 
 // Store wraps a pgx pool.
 type Store struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
+	pool  *pgxpool.Pool
+	log   *slog.Logger
+	vnfds vnfdCache
 }
 
 // Open connects to url. Sessions run in UTC so rendered timestamps are stable.
