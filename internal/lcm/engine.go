@@ -42,6 +42,11 @@ type EngineConfig struct {
 	Observer Observer
 	// Name identifies this process in lease owners (default hostname-pid).
 	Name string
+	// Service is the service accepting this process's requests (nil: one
+	// of the engine's own). Sharing it lets an operation's first run here
+	// use the instance and VNFD its acceptance read instead of reading them
+	// again.
+	Service *Service
 }
 
 // Observer receives engine events (metrics, test instrumentation).
@@ -84,7 +89,10 @@ func NewEngine(cfg EngineConfig) *Engine {
 		h, _ := os.Hostname()
 		cfg.Name = fmt.Sprintf("%s-%d", h, os.Getpid())
 	}
-	svc := NewService(cfg.Config)
+	svc := cfg.Service
+	if svc == nil {
+		svc = NewService(cfg.Config)
+	}
 	e := &Engine{cfg: cfg, svc: svc, log: svc.log.With("component", "engine"),
 		wake: make(chan struct{}, 1), running: map[string]*run{}}
 	e.commit = newCommitter(svc.st, e.log, e.checkpoint)

@@ -34,6 +34,9 @@ type world struct {
 	infra *lcmtest.Infra
 	mgmt  *lcmtest.Mgmt
 	cfg   lcm.Config
+	// ownService gives engines a service of their own, not svc: a run reads
+	// everything from the database, as one in another process does.
+	ownService bool
 }
 
 func newWorld(t *testing.T) *world {
@@ -65,7 +68,11 @@ func (w *world) engine(lease time.Duration, obs lcm.Observer) (stop func()) {
 // engineN is engine with at most workers operations at once.
 func (w *world) engineN(workers int, lease time.Duration, obs lcm.Observer) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := lcm.NewEngine(lcm.EngineConfig{Config: w.cfg, Workers: workers, Lease: lease, Poll: 50 * time.Millisecond,
+	svc := w.svc
+	if w.ownService {
+		svc = nil
+	}
+	e := lcm.NewEngine(lcm.EngineConfig{Config: w.cfg, Service: svc, Workers: workers, Lease: lease, Poll: 50 * time.Millisecond,
 		GracefulCancelTimeout: 5 * time.Second, Observer: obs})
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.Run(ctx) }()
@@ -129,8 +136,18 @@ func vnfcIDs(in *store.Instance) []string {
 	return out
 }
 
+// An operation's first run gets the instance and VNFD from its acceptance
+// when the engine shares the accepting service, else from the database: the
+// same result either way.
 func TestInstantiateCompletes(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ownService=%v", own), func(t *testing.T) { testInstantiateCompletes(t, own) })
+	}
+}
+
+func testInstantiateCompletes(t *testing.T, ownService bool) {
 	w := newWorld(t)
+	w.ownService = ownService
 	w.engine(5*time.Second, nil)
 	id := w.instance()
 	op, err := w.svc.Instantiate(context.Background(), id, instantiateBody(`{}`))

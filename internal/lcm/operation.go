@@ -149,7 +149,16 @@ func (s *Service) accept(ctx context.Context, o *operation, instID string, raw [
 	if err != nil {
 		return nil, err
 	}
-	return s.createOp(ctx, instID, o, raw, params, ifVersion)
+	op, err := s.createOp(ctx, instID, o, raw, params, ifVersion)
+	if err != nil {
+		return nil, err
+	}
+	// The VNFD was read with the instance before the op's transaction: a
+	// modify that completed meanwhile may have changed the instance's.
+	if locked := op.CreatedFrom(); locked != nil && vnfd != nil && locked.VnfdID == vnfd.ID {
+		s.handed.put(op.ID, handed{in: locked, vnfd: vnfd})
+	}
+	return op, nil
 }
 
 // driverParams checks that every hook of the operation the flavour names has

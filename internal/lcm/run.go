@@ -346,7 +346,13 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	}
 	fresh := w.Instance == nil
 	var pkg *model.Package
-	if fresh {
+	if h, ok := svc.handed.take(r.op.ID); ok && fresh && r.op.Attempts == 1 {
+		opened, err := svc.openInstance(&h.in.VnfInstance)
+		if err != nil {
+			return nil, nil, err
+		}
+		w.Instance, pkg = opened, &model.Package{Vnfd: h.vnfd}
+	} else if fresh {
 		in, p, err := svc.st.InstanceAndPackage(ctx, r.op.VnfInstanceID)
 		if err != nil {
 			return nil, nil, fmt.Errorf("VNF instance %s: %w", r.op.VnfInstanceID, err)

@@ -51,6 +51,8 @@ type Service struct {
 	infra InfraResolver
 	vims  *vims.Registry
 	log   *slog.Logger
+	// handed is what accept read, for the engine sharing this service.
+	handed handoff
 }
 
 // NewService builds a Service.

@@ -171,7 +171,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		if o.Observer != nil {
 			obs = multiObserver{m, o.Observer}
 		}
-		engine = lcm.NewEngine(lcm.EngineConfig{Config: lcmCfg, Workers: cfg.Workers, Lease: cfg.Lease, Poll: cfg.Poll, Refresh: cfg.CNFSync, Observer: obs})
+		engine = lcm.NewEngine(lcm.EngineConfig{Config: lcmCfg, Service: svc, Workers: cfg.Workers, Lease: cfg.Lease, Poll: cfg.Poll, Refresh: cfg.CNFSync, Observer: obs})
 	}
 	parse := o.Parse
 	if parse == nil {

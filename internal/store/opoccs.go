@@ -26,7 +26,17 @@ type OpOcc struct {
 	// DriverParams are the management drivers' parameters of the operation
 	// ({driver: parameters}, sealed JSON), parsed when it was accepted.
 	DriverParams []byte
+
+	created *Instance // CreatedFrom
 }
+
+// CreatedFrom is the instance as the transaction that created the op
+// occurrence read it, locked (CreateOpOcc; nil otherwise). Until the
+// operation itself writes it, the instance stays as it was then: it has one
+// unfinished operation at most, only an operation's end changes it while
+// one is unfinished (RefreshInstance writes settled instances only), and a
+// re-seal under another key changes how it is stored, not what it holds.
+func (o *OpOcc) CreatedFrom() *Instance { return o.created }
 
 const opCols = `id, seq, vnf_instance_id, operation, operation_state, state_entered_time, start_time,
 	grant_id, is_automatic_invocation, operation_params, is_cancel_pending, cancel_mode, error,
@@ -155,6 +165,7 @@ func (s *Store) CreateOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
 		if err != nil {
 			return err
 		}
+		created.created = in
 		// The instance is locked: as read above, it is what the event reports.
 		var nb pgx.Batch
 		if err := queueOutbox(&nb, targets, opEventOf(created, lccn.InstanceOf(&in.VnfInstance))); err != nil {

@@ -1,0 +1,50 @@
+package lcm
+
+import (
+	"sync"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
+)
+
+// handoff carries what accepting an operation read to its first run in this
+// process: the instance as the transaction that created the op occurrence
+// read it, locked (store.OpOcc.CreatedFrom: nothing changes it before the
+// operation does), and the VNFD the request was checked against. That run
+// reads neither again. A run in another process, a resumed run, or one that
+// claims the operation before accept handed it over reads both from the
+// database as before.
+type handoff struct {
+	mu       sync.Mutex
+	cur, old map[string]handed // two generations bound what is never taken
+}
+
+type handed struct {
+	in   *store.Instance
+	vnfd *model.Vnfd
+}
+
+// handoffGeneration bounds one generation: operations accepted here and run
+// by another process are never taken, and go with their generation.
+const handoffGeneration = 1024
+
+func (h *handoff) put(opID string, v handed) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cur == nil || len(h.cur) >= handoffGeneration {
+		h.old, h.cur = h.cur, make(map[string]handed, 64)
+	}
+	h.cur[opID] = v
+}
+
+func (h *handoff) take(opID string) (handed, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range []map[string]handed{h.cur, h.old} {
+		if v, ok := m[opID]; ok {
+			delete(m, opID)
+			return v, true
+		}
+	}
+	return handed{}, false
+}
