@@ -1,6 +1,7 @@
 package lcm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,10 +32,14 @@ type run struct {
 	// carry is the end of the last step, not written yet: it is committed
 	// with the next write of the operation (the next step's begin, or its
 	// end), since nothing happens between the two.
-	carry   *carried
-	dop     *driverapi.Op                     // set once loaded
-	journal map[journalKey]store.JournalEntry // as loaded at claim time
-	secrets []string                          // plaintext secrets to scrub from errors
+	carry *carried
+	// lastWork is the working copy (plaintext JSON) a resume would start
+	// from: the one last written, or the one load builds afresh when none
+	// was. A step that leaves it as it was writes none.
+	lastWork []byte
+	dop      *driverapi.Op                     // set once loaded
+	journal  map[journalKey]store.JournalEntry // as loaded at claim time
+	secrets  []string                          // plaintext secrets to scrub from errors
 	// params are the management drivers' parameters of the operation, by
 	// driver name, as accepted (mgmtdrivers.Driver.Bind reads them).
 	params map[string]json.RawMessage
@@ -45,7 +50,7 @@ type journalKey struct{ phase, step, node string }
 // carried is a step's end waiting for the operation's next write.
 type carried struct {
 	end  []store.JournalWrite
-	work *work // the working copy the step produced (nil: unchanged); sealed when written
+	work []byte // the working copy the step produced, JSON (nil: unchanged); sealed when written
 }
 
 // work is the persisted working state of an operation between steps.
@@ -198,7 +203,7 @@ func (r *run) write(ctx context.Context, w store.OpWrite, what string) store.OpW
 		// The working copy of the step's end, unless the write ends the
 		// operation and drops it anyway.
 		if c.work != nil && (w.Finish == nil || w.Finish.KeepWork) {
-			sealed, err := r.sealWork(c.work)
+			sealed, err := r.e.svc.box.SealJSON(c.work, store.OpPlace(r.op.ID, "work"))
 			if err != nil {
 				return store.OpWriteResult{Err: err}
 			}
@@ -206,6 +211,11 @@ func (r *run) write(ctx context.Context, w store.OpWrite, what string) store.OpW
 		}
 		e := c.end[len(c.end)-1].Entry
 		what = e.Phase + ":end:" + e.Step + " " + what
+		res := r.e.commit.write(ctx, w, what)
+		if res.Err == nil && w.Work != nil {
+			r.lastWork = c.work
+		}
+		return res
 	}
 	return r.e.commit.write(ctx, w, what)
 }
@@ -239,7 +249,18 @@ func (r *run) runStep(ctx context.Context, phase string, i int, name string, f f
 	// Nothing changes w before the next write: the execute loop goes
 	// straight to the next step's begin or to the operation's end.
 	w.capture(dop)
-	r.carry = &carried{end: []store.JournalWrite{{Kind: store.JournalEndKind, Entry: end}}, work: w}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	r.carry = &carried{end: []store.JournalWrite{{Kind: store.JournalEndKind, Entry: end}}}
+	// A working copy that a resume would find anyway (the step changed
+	// nothing) is not written again; with none written yet, load builds
+	// that same copy again from the instance and the request, as it does
+	// after a crash during the first step.
+	if !bytes.Equal(b, r.lastWork) {
+		r.carry.work = b
+	}
 	return nil
 }
 
@@ -396,6 +417,9 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 		}
 		w.capture(dop)
 	}
+	if r.lastWork, err = json.Marshal(w); err != nil {
+		return nil, nil, err
+	}
 	r.bindVim(dop)
 	return dop, w, nil
 }
@@ -417,14 +441,6 @@ func (r *run) bindVim(dop *driverapi.Op) {
 func (w *work) capture(dop *driverapi.Op) {
 	w.Instance, w.ResourceChanges, w.ChangedInfo = dop.Instance, dop.ResourceChanges, dop.ChangedInfo
 	w.ChangedExtConnectivity, w.Previous, w.Scratch, w.Victims = dop.ChangedExtConnectivity, dop.Previous, dop.Scratch, dop.Victims
-}
-
-func (r *run) sealWork(w *work) ([]byte, error) {
-	b, err := json.Marshal(w)
-	if err != nil {
-		return nil, err
-	}
-	return r.e.svc.box.SealJSON(b, store.OpPlace(r.op.ID, "work"))
 }
 
 func (r *run) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
