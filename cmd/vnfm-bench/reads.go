@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,6 +52,29 @@ func (b *bench) reads() error {
 
 	pgbench, why := findPgbench(b.pgVersion)
 	n := b.o.clients
+	reqs, wants, addr, err := leanRequests(b.base, "/vnflcm/v1/vnf_instances/", ids)
+	if err != nil {
+		return err
+	}
+	// The lean client reads exactly what a full HTTP client does.
+	lc := newLeanClient(addr, time.Minute)
+	for i, id := range ids {
+		code, _, want, err := b.call(b.ctx, "GET", "/vnflcm/v1/vnf_instances/"+id, "")
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("GET instance: %d %s", code, want)
+		}
+		if err != nil {
+			return err
+		}
+		got, err := lc.get(reqs[i], wants[i])
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, want) {
+			return fmt.Errorf("lean client: GET %s read %d bytes that differ from net/http's %d", id, len(got), len(want))
+		}
+	}
+	lc.Close()
 	get := func(d time.Duration, record bool) (float64, []float64, error) {
 		ctx, cancel := context.WithTimeout(b.ctx, d)
 		defer cancel()
@@ -62,16 +86,12 @@ func (b *bench) reads() error {
 		for c := range n {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(c), 7))
+				lc := newLeanClient(addr, time.Minute)
+				defer lc.Close()
 				for ctx.Err() == nil {
-					id := ids[r.IntN(len(ids))]
+					i := r.IntN(len(ids))
 					s := time.Now()
-					code, _, body, err := b.call(ctx, "GET", "/vnflcm/v1/vnf_instances/"+id, "")
-					if ctx.Err() != nil {
-						return
-					}
-					if err == nil && code != http.StatusOK {
-						err = fmt.Errorf("GET instance: %d %s", code, body)
-					}
+					_, err := lc.get(reqs[i], wants[i])
 					if err != nil {
 						errs[c] = err
 						return
@@ -211,12 +231,20 @@ func (b *bench) pgbench(bin string, clients int, d time.Duration) (float64, cpuU
 	}
 	u, _ := url.Parse(b.dbURL)
 	pw, _ := u.User.Password()
-	env := append(os.Environ(), "PGHOST="+u.Hostname(), "PGPORT="+u.Port(), "PGUSER="+u.User.Username(), "PGPASSWORD="+pw,
+	host := u.Hostname()
+	if d := b.pg.SocketDir(); d != "" {
+		host = d // the VNFM's transport (b.localURL)
+	}
+	env := append(os.Environ(), "PGHOST="+host, "PGPORT="+u.Port(), "PGUSER="+u.User.Username(), "PGPASSWORD="+pw,
 		"PGDATABASE=pgbench", "PGSSLMODE=disable")
+	var clientCPU time.Duration // pgbench's own, of the last run
 	run := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(b.ctx, bin, args...)
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
+		if cmd.ProcessState != nil {
+			clientCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		}
 		if err != nil {
 			return "", fmt.Errorf("pgbench %s: %v: %s", strings.Join(args, " "), err, lastLines(string(out), 5))
 		}
@@ -232,6 +260,7 @@ func (b *bench) pgbench(bin string, clients int, d time.Duration) (float64, cpuU
 	meter := startCPU(b.vnfmPID, b.pgPID)
 	out, err := run("-n", "-S", "-c", strconv.Itoa(clients), "-j", threads, "-T", strconv.Itoa(int(d.Seconds())))
 	cpu := meter.stop()
+	cpu.Bench = clientCPU // the clients are pgbench's threads
 	if err != nil {
 		return 0, cpu, err
 	}

@@ -34,7 +34,8 @@ type bench struct {
 
 	dbDir     string
 	pg        *pglocal.Server
-	dbURL     string
+	dbURL     string // over TCP, for the bench's own connections
+	localURL  string // over the unix socket when there is one, as `vnfm serve` connects to its embedded PostgreSQL
 	pgVersion string
 	pgPID     int
 	pool      *pgxpool.Pool
@@ -94,6 +95,7 @@ func (b *bench) startDB() error {
 		}
 	})
 	b.dbURL = pg.URL("vnfm")
+	b.localURL = pg.LocalURL("vnfm")
 	b.pgPID = postmasterPID(pg.PGData())
 	if err := store.MigrateUp(b.ctx, b.dbURL); err != nil {
 		return err
@@ -143,7 +145,7 @@ func (b *bench) startVNFM() error {
 	}
 	defer logFile.Close() // the child keeps its own descriptor
 	p, err := harness.Launch(harness.Spec{Role: roleBench, Exe: exe,
-		Env: []string{"DATABASE_URL=" + b.dbURL, "VNFM_SECRET_KEY=" + b.key, "VNFM_LISTEN=127.0.0.1:0",
+		Env: []string{"DATABASE_URL=" + b.localURL, "VNFM_SECRET_KEY=" + b.key, "VNFM_LISTEN=127.0.0.1:0",
 			fmt.Sprintf("VNFM_WORKERS=%d", b.o.workers), "VNFM_AUTH=off"},
 		Stderr: logFile, // inherited descriptor: logging costs the VNFM what it costs in production
 		Line: func(l string) {

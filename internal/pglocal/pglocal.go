@@ -224,6 +224,20 @@ func (s *Server) URL(db string) string {
 	return u.String()
 }
 
+// LocalURL returns a connection URL for database db like URL, but over the
+// server's unix socket when it has one: a round trip through a unix socket
+// costs both ends less CPU than one through TCP on loopback. Clients that
+// take only host:port URLs (other programs) use URL.
+func (s *Server) LocalURL(db string) string {
+	if s.sockDir == "" {
+		return s.URL(db)
+	}
+	u, _ := url.Parse(s.URL(db)) // our own URL always parses
+	u.Host = ""
+	u.RawQuery = url.Values{"host": {s.sockDir}, "port": {strconv.Itoa(s.port)}, "sslmode": {"disable"}}.Encode()
+	return u.String()
+}
+
 // Port returns the TCP port the server listens on (127.0.0.1 only).
 func (s *Server) Port() int { return s.port }
 

@@ -127,6 +127,17 @@ func TestStartRestartStop(t *testing.T) {
 		}
 	})
 
+	t.Run("local URL", func(t *testing.T) {
+		// Over the unix socket: the server sees no client address.
+		lc := connect(t, s.LocalURL(""))
+		if got := queryString(t, lc, "SELECT coalesce(host(inet_client_addr()), 'unix') || ' ' || current_database()"); got != "unix "+Database {
+			t.Errorf("LocalURL connection: %q, want the %s database over the unix socket", got, Database)
+		}
+		if got := queryString(t, c, "SELECT host(inet_client_addr())"); got != "127.0.0.1" {
+			t.Errorf("URL connection from %q, want 127.0.0.1", got)
+		}
+	})
+
 	t.Run("password required", func(t *testing.T) {
 		for _, tc := range []struct{ name, password string }{
 			{"wrong password", "wrong"},

@@ -51,19 +51,27 @@ type Options struct {
 // Database returns the database URL, starting the embedded PostgreSQL when
 // DATABASE_URL is unset; stop must be called on exit.
 func Database(ctx context.Context, cfg *config.Config, log *slog.Logger) (url string, stop func(), err error) {
+	url, _, stop, err = database(ctx, cfg, log)
+	return url, stop, err
+}
+
+// database is Database that also returns the URL the server's own pool uses:
+// the embedded PostgreSQL's unix socket (cheaper per query than TCP on
+// loopback), DATABASE_URL as given otherwise.
+func database(ctx context.Context, cfg *config.Config, log *slog.Logger) (url, local string, stop func(), err error) {
 	if cfg.DatabaseURL != "" {
-		return cfg.DatabaseURL, func() {}, nil
+		return cfg.DatabaseURL, cfg.DatabaseURL, func() {}, nil
 	}
 	dir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	log.Info("DATABASE_URL is unset: starting the embedded PostgreSQL", "dataDir", dir)
 	srv, err := pglocal.Start(ctx, pglocal.Options{DataDir: dir, Logger: log.With("component", "pglocal")})
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
-	return srv.URL("vnfm"), func() {
+	return srv.URL("vnfm"), srv.LocalURL("vnfm"), func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := srv.Stop(sctx); err != nil {
@@ -96,7 +104,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	url, stopDB, err := Database(ctx, cfg, log)
+	url, localURL, stopDB, err := database(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -104,7 +112,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if err := store.MigrateUp(ctx, url); err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, url, log)
+	st, err := store.Open(ctx, localURL, log)
 	if err != nil {
 		return err
 	}

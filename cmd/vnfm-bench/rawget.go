@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// leanClient is the reads phase's HTTP/1.1 client, lean as pgbench is on
+// the other side of the ratio (wrk's way): one keep-alive connection, the
+// request bytes of every id built once, no per-request allocation. It is
+// still a real client. For each GET it writes the whole request, reads the
+// status line, every header line up to the blank line and exactly
+// Content-Length bytes of body, and it accepts the response only when the
+// status is 200, the body is a JSON object holding "id":"<the requested
+// id>", and the connection may be kept (otherwise it dials again). Anything
+// else — another status, no Content-Length, a chunked or truncated body, a
+// body of another instance — is an error that stops the measurement.
+type leanClient struct {
+	addr    string
+	conn    net.Conn
+	br      *bufio.Reader
+	body    []byte
+	timeout time.Duration
+}
+
+// leanRequests builds each id's GET request and the bytes its response body
+// must contain.
+func leanRequests(base, pathPrefix string, ids []string) (reqs, wants [][]byte, addr string, err error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if u.Scheme != "http" {
+		return nil, nil, "", fmt.Errorf("lean client: %s is not plain http", base)
+	}
+	for _, id := range ids {
+		reqs = append(reqs, fmt.Appendf(nil, "GET %s%s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n\r\n", pathPrefix, id, u.Host))
+		wants = append(wants, []byte(`"id":"`+id+`"`))
+	}
+	return reqs, wants, u.Host, nil
+}
+
+func newLeanClient(addr string, timeout time.Duration) *leanClient {
+	return &leanClient{addr: addr, timeout: timeout}
+}
+
+func (c *leanClient) Close() {
+	if c.conn != nil {
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+}
+
+// get sends req and checks its response; the body returned is valid until
+// the next call.
+func (c *leanClient) get(req, want []byte) ([]byte, error) {
+	if c.conn == nil {
+		conn, err := net.DialTimeout("tcp", c.addr, c.timeout)
+		if err != nil {
+			return nil, err
+		}
+		c.conn = conn
+		if c.br == nil {
+			c.br = bufio.NewReaderSize(conn, 32<<10)
+		} else {
+			c.br.Reset(conn)
+		}
+	}
+	// One deadline for the exchange: a server that stops answering fails
+	// the run instead of hanging it.
+	if err := c.conn.SetDeadline(time.Now().Add(c.timeout)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if _, err := c.conn.Write(req); err != nil {
+		c.Close()
+		return nil, err
+	}
+	body, keep, err := c.readResponse(want)
+	if err != nil || !keep {
+		c.Close()
+	}
+	return body, err
+}
+
+var (
+	http11       = []byte("HTTP/1.1 ")
+	hdrLength    = []byte("content-length")
+	hdrEncoding  = []byte("transfer-encoding")
+	hdrConn      = []byte("connection")
+	tokenClose   = []byte("close")
+	errTruncated = errors.New("lean client: response ends before its headers do")
+)
+
+// readResponse reads one response: the status line, the headers, and a
+// Content-Length body into c.body.
+func (c *leanClient) readResponse(want []byte) (body []byte, keep bool, err error) {
+	line, err := c.br.ReadSlice('\n')
+	if err != nil {
+		return nil, false, fmt.Errorf("lean client: status line: %w", err)
+	}
+	if !bytes.HasPrefix(line, http11) || len(line) < len(http11)+3 {
+		return nil, false, fmt.Errorf("lean client: not an HTTP/1.1 status line: %q", line)
+	}
+	status, err := strconv.Atoi(string(line[len(http11) : len(http11)+3]))
+	if err != nil {
+		return nil, false, fmt.Errorf("lean client: status line %q: %w", line, err)
+	}
+	length, keep := -1, true
+	for {
+		line, err = c.br.ReadSlice('\n')
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errTruncated
+			}
+			return nil, false, fmt.Errorf("lean client: headers: %w", err)
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			return nil, false, fmt.Errorf("lean client: header line without colon: %q", line)
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, hdrLength):
+			if length, err = strconv.Atoi(string(value)); err != nil || length < 0 {
+				return nil, false, fmt.Errorf("lean client: Content-Length %q", value)
+			}
+		case bytes.EqualFold(name, hdrEncoding):
+			return nil, false, fmt.Errorf("lean client: status %d with Transfer-Encoding %s: only Content-Length bodies are read", status, value)
+		case bytes.EqualFold(name, hdrConn):
+			if bytes.EqualFold(value, tokenClose) {
+				keep = false
+			}
+		}
+	}
+	if length < 0 {
+		return nil, false, fmt.Errorf("lean client: status %d without Content-Length", status)
+	}
+	if cap(c.body) < length {
+		c.body = make([]byte, length)
+	}
+	body = c.body[:length]
+	if _, err := io.ReadFull(c.br, body); err != nil {
+		return nil, false, fmt.Errorf("lean client: body of %d bytes: %w", length, err)
+	}
+	if status != 200 {
+		return body, keep, fmt.Errorf("GET instance: %d %s", status, body)
+	}
+	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' || !bytes.Contains(body, want) {
+		return body, keep, fmt.Errorf("lean client: the body is not the JSON object holding %s: %.200s", want, body)
+	}
+	return body, keep, nil
+}
