@@ -444,6 +444,50 @@ func TestConcurrentRequestsOverHTTP(t *testing.T) {
 	}
 }
 
+// TestConcurrentGetsServeTheirOwnDocument: GETs of documents of different
+// sizes at once each get exactly their instance's document (GET reuses its
+// buffers from one request to the next).
+func TestConcurrentGetsServeTheirOwnDocument(t *testing.T) {
+	e := newEnv(t, 100, false)
+	small := e.createInstance("small")
+	big := e.createInstance("big-" + strings.Repeat("x", 3000))
+	want := map[string]string{}
+	for _, id := range []string{small, big} {
+		r := e.expect(e.do("GET", "/vnflcm/v1/vnf_instances/"+id, ""), 200)
+		if got := r.json(t)["id"]; got != id {
+			t.Fatalf("GET %s: id %v", id, got)
+		}
+		want[id] = string(r.body)
+	}
+	if len(want[big]) < len(want[small])+2900 {
+		t.Fatalf("documents of %d and %d bytes: want one much bigger", len(want[small]), len(want[big]))
+	}
+	var wg sync.WaitGroup
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 50 {
+				id := small
+				if (i+j)%2 == 0 {
+					id = big
+				}
+				res, err := client.Get(e.srv.URL + "/vnflcm/v1/vnf_instances/" + id)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if res.StatusCode != 200 || string(b) != want[id] {
+					t.Errorf("GET %s: %d, %d bytes, want its own %d-byte document: %.120s", id, res.StatusCode, len(b), len(want[id]), b)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 var linkRe = regexp.MustCompile(`^<([^>]+)>; rel="next"$`)
 
 func TestFilterSelectorsAndPaging(t *testing.T) {

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/sol013"
@@ -67,16 +65,16 @@ func (a *API) instanceLinks(id, state string) map[string]any {
 	return links
 }
 
-// withLinks adds _links (as instanceLinks makes them, keys in the order
+// appendLinks adds _links (as instanceLinks makes them, keys in the order
 // encoding/json gives) to a rendered instance document, a JSON object,
-// without decoding it. id is the instance's uuid as the store reads it.
-func (a *API) withLinks(doc []byte, id, state string) ([]byte, error) {
+// without decoding it: in place, doc's array is reused when it has room.
+// id is the instance's uuid as the store reads it.
+func (a *API) appendLinks(doc []byte, id, state string) ([]byte, error) {
 	doc = bytes.TrimRight(doc, " \t\r\n")
 	if len(doc) < 2 || doc[0] != '{' || doc[len(doc)-1] != '}' || !validID(id) {
 		return nil, fmt.Errorf("api: the rendered document of VNF instance %s is not a JSON object", id)
 	}
-	out := make([]byte, 0, len(doc)+6*len(a.instHref)+300)
-	out = append(out, doc[:len(doc)-1]...)
+	out := doc[:len(doc)-1]
 	if len(doc) > 2 {
 		out = append(out, ',')
 	}
@@ -106,10 +104,26 @@ func (a *API) withLinks(doc []byte, id, state string) ([]byte, error) {
 	return append(out, "}}"...), nil
 }
 
-// validID: a uuid in its canonical form, which needs no JSON escaping.
+// validID: a uuid in its canonical form (lower-case hex, hyphens at 8, 13,
+// 18 and 23), which needs no JSON escaping.
 func validID(id string) bool {
-	u, err := uuid.Parse(id)
-	return err == nil && u.String() == id
+	if len(id) != 36 {
+		return false
+	}
+	for i := range len(id) {
+		c := id[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (a *API) opDoc(op *store.OpOcc, journal []store.JournalEntry) map[string]any {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -64,30 +65,44 @@ func (a *API) listInstances(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// instanceDocs holds GET's buffers: a document is read into one, _links
+// are appended in place, it is written and serves the next GET.
+var instanceDocs = sync.Pool{New: func() any { return new(store.InstanceDoc) }}
+
 func (a *API) getInstance(w http.ResponseWriter, r *http.Request) {
-	if err := onlyParams(r.URL.Query()); err != nil {
-		a.writeProblem(w, r, err)
-		return
+	if r.URL.RawQuery != "" { // strictQuery left one: there are parameters
+		if err := onlyParams(r.URL.Query()); err != nil {
+			a.writeProblem(w, r, err)
+			return
+		}
 	}
 	// The stored document is masked and serialised already (rendered once
-	// per change, store.GetInstanceDoc): only _links are added.
-	d, err := a.svc.GetInstanceDoc(r.Context(), chi.URLParam(r, "id"))
+	// per change, store.ReadInstanceDoc): only _links are added.
+	d := instanceDocs.Get().(*store.InstanceDoc)
+	defer func() {
+		if cap(d.Doc) > 64<<10 { // a rare big one is not kept
+			d.Doc = nil
+		}
+		instanceDocs.Put(d)
+	}()
+	if err := a.svc.ReadInstanceDoc(r.Context(), chi.URLParam(r, "id"), d); err != nil {
+		a.writeProblem(w, r, err)
+		return
+	}
+	body, err := a.appendLinks(d.Doc, d.ID, d.InstantiationState)
 	if err != nil {
 		a.writeProblem(w, r, err)
 		return
 	}
-	body, err := a.withLinks(d.Doc, d.ID, d.InstantiationState)
-	if err != nil {
-		a.writeProblem(w, r, err)
-		return
-	}
+	d.Doc = body[:0] // the grown array, for the next GET
+	var date [len(http.TimeFormat)]byte
 	h := w.Header()
-	h.Set("ETag", etag(d.Version))
-	h.Set("Last-Modified", d.UpdatedAt.UTC().Format(http.TimeFormat))
+	h.Set("Etag", etag(d.Version))
+	h.Set("Last-Modified", string(d.UpdatedAt.UTC().AppendFormat(date[:0], http.TimeFormat)))
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	_, _ = w.Write(body) // copied into the connection's buffer (io.Writer never keeps it)
 }
 
 func etag(v int64) string { return `"` + strconv.FormatInt(v, 10) + `"` }

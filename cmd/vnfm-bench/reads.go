@@ -58,6 +58,7 @@ func (b *bench) reads() error {
 	}
 	// The lean client reads exactly what a full HTTP client does.
 	lc := newLeanClient(addr, time.Minute)
+	var docMin, docMax int
 	for i, id := range ids {
 		code, _, want, err := b.call(b.ctx, "GET", "/vnflcm/v1/vnf_instances/"+id, "")
 		if err == nil && code != http.StatusOK {
@@ -73,6 +74,10 @@ func (b *bench) reads() error {
 		if !bytes.Equal(got, want) {
 			return fmt.Errorf("lean client: GET %s read %d bytes that differ from net/http's %d", id, len(got), len(want))
 		}
+		if i == 0 || len(got) < docMin {
+			docMin = len(got)
+		}
+		docMax = max(docMax, len(got))
 	}
 	lc.Close()
 	get := func(d time.Duration, record bool) (float64, []float64, error) {
@@ -117,6 +122,7 @@ func (b *bench) reads() error {
 		return err
 	}
 	b.pgssStart()
+	m0, a0, allocsOK := b.vnfmAllocs()
 	meter := startCPU(b.vnfmPID, b.pgPID)
 	waitProfile := b.profile("reads-cpu", b.o.readFor-time.Second)
 	rate, lats, err := get(b.o.readFor, true)
@@ -129,8 +135,15 @@ func (b *bench) reads() error {
 	if err != nil {
 		return err
 	}
+	note := cpu.String() + fmt.Sprintf("; per GET: VNFM %.0f µs, PostgreSQL %.0f µs, clients %.0f µs; documents of %d–%d bytes",
+		perOp(cpu.VNFM, rate, cpu.Wall), perOp(cpu.PG, rate, cpu.Wall), perOp(cpu.Bench, rate, cpu.Wall), docMin, docMax)
+	b.saveAllocs("reads-allocs")
+	if m1, a1, ok := b.vnfmAllocs(); ok && allocsOK {
+		gets := float64(len(lats)) // one latency per request
+		note += fmt.Sprintf("; VNFM heap allocations per GET: %.1f (%.0f bytes)", float64(m1-m0)/gets, float64(a1-a0)/gets)
+	}
 	b.res.add(Figure{ID: "reads.get_instance.rate", Group: "reads", Unit: "req/s",
-		Title: fmt.Sprintf("GET /vnf_instances/{id}, %d clients", n), Value: ptr(rate), Note: cpu.String()})
+		Title: fmt.Sprintf("GET /vnf_instances/{id}, %d clients", n), Value: ptr(rate), Note: note})
 	b.res.add(Figure{ID: "reads.get_instance.latency", Group: "reads", Unit: "ms",
 		Title: fmt.Sprintf("GET /vnf_instances/{id} latency, %d clients", n), Dist: distOf(lats)})
 
@@ -144,7 +157,9 @@ func (b *bench) reads() error {
 		return err
 	}
 	b.res.add(Figure{ID: "reads.pgbench_select.rate", Group: "reads", Unit: "tx/s",
-		Title: fmt.Sprintf("pgbench -S, %d clients (same PostgreSQL)", n), Value: ptr(tps), Note: pcpu.String()})
+		Title: fmt.Sprintf("pgbench -S, %d clients (same PostgreSQL)", n), Value: ptr(tps),
+		Note: pcpu.String() + fmt.Sprintf("; per transaction: PostgreSQL %.0f µs, pgbench %.0f µs",
+			perOp(pcpu.PG, tps, pcpu.Wall), perOp(pcpu.Bench, tps, pcpu.Wall))})
 	b.res.add(Figure{ID: "reads.vs_pgbench", Group: "reads", Title: "GET rate ÷ pgbench -S rate", Unit: "",
 		Value: ptr(rate / tps), Goals: []Goal{{Op: ">=", Limit: 0.5}},
 		Note: fmt.Sprintf("%.0f req/s ÷ %.0f tx/s; the HTTP clients, the VNFM and PostgreSQL share %d cores, as pgbench and PostgreSQL do", rate, tps, runtime.NumCPU())})
@@ -416,4 +431,13 @@ func (b *bench) pageAll(path string) (lats []float64, items, pages int, err erro
 		}
 	}
 	return lats, items, pages, nil
+}
+
+// perOp is the CPU time used per operation in µs, at rate operations per
+// second over wall.
+func perOp(cpu time.Duration, rate float64, wall time.Duration) float64 {
+	if rate <= 0 || wall <= 0 {
+		return 0
+	}
+	return cpu.Seconds() / (rate * wall.Seconds()) * 1e6
 }

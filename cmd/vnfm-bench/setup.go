@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -223,4 +224,57 @@ func (b *bench) profile(name string, d time.Duration) (wait func()) {
 func (b *bench) exec(ctx context.Context, sql string, args ...any) error {
 	_, err := b.pool.Exec(ctx, sql, args...)
 	return err
+}
+
+// vnfmAllocs reads the VNFM's cumulative heap allocations (count and bytes,
+// runtime.MemStats Mallocs and TotalAlloc) from its pprof listener; ok is
+// false without -profile. Per request they do not depend on the machine's load.
+func (b *bench) vnfmAllocs() (mallocs, bytes int64, ok bool) {
+	if !b.o.profile || b.pprof == "" {
+		return 0, 0, false
+	}
+	res, err := http.Get("http://" + b.pprof + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		return 0, 0, false
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return 0, 0, false
+	}
+	var got int
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, found := strings.CutPrefix(l, "# Mallocs = "); found {
+			mallocs, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			got++
+		}
+		if v, found := strings.CutPrefix(l, "# TotalAlloc = "); found {
+			bytes, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			got++
+		}
+	}
+	return mallocs, bytes, got == 2
+}
+
+// saveAllocs saves the VNFM's allocation profile (cumulative since its
+// start; -profile only) as <time>-<name>.pprof.
+func (b *bench) saveAllocs(name string) {
+	if !b.o.profile || b.pprof == "" {
+		return
+	}
+	res, err := http.Get("http://" + b.pprof + "/debug/pprof/allocs")
+	if err != nil {
+		logf("allocation profile: %v", err)
+		return
+	}
+	defer res.Body.Close()
+	f, err := os.Create(b.prefix + "-" + name + ".pprof")
+	if err != nil {
+		logf("allocation profile: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, res.Body); err != nil {
+		logf("allocation profile: %v", err)
+	}
 }

@@ -149,17 +149,18 @@ func (s *Service) GetInstance(ctx context.Context, id string) (*store.Instance, 
 	return in, err
 }
 
-// GetInstanceDoc reads an instance's rendered (masked, serialised) document;
-// a malformed id is simply not found.
-func (s *Service) GetInstanceDoc(ctx context.Context, id string) (*store.InstanceDoc, error) {
+// ReadInstanceDoc reads an instance's rendered (masked, serialised) document
+// into d, reusing d.Doc (store.ReadInstanceDoc); a malformed id is simply
+// not found.
+func (s *Service) ReadInstanceDoc(ctx context.Context, id string, d *store.InstanceDoc) error {
 	if !validID(id) {
-		return nil, notFoundInstance(id)
+		return notFoundInstance(id)
 	}
-	d, err := s.st.GetInstanceDoc(ctx, id)
+	err := s.st.ReadInstanceDoc(ctx, id, d)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFoundInstance(id)
+		return notFoundInstance(id)
 	}
-	return d, err
+	return err
 }
 
 // ListInstances pages through instances.

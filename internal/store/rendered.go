@@ -6,14 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
@@ -90,26 +89,57 @@ func renderRow(in *model.VnfInstance, docs [][]byte) ([]byte, error) {
 // unless a writer holds the row.
 func (s *Store) GetInstanceDoc(ctx context.Context, id string) (*InstanceDoc, error) {
 	var d InstanceDoc
-	rev := RenderRev()
-	err := s.pool.QueryRow(ctx, `SELECT id, instantiation_state, version, updated_at,
-		CASE WHEN rendered_version = version AND rendered_rev = $2 THEN rendered_doc END
-		FROM vnf_instances WHERE id = $1`, id, rev).Scan(&d.ID, &d.InstantiationState, &d.Version, &d.UpdatedAt, &d.Doc)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
+	if err := s.ReadInstanceDoc(ctx, id, &d); err != nil {
 		return nil, err
 	}
-	if d.Doc != nil {
-		return &d, nil
+	return &d, nil
+}
+
+// getDocSQL reads what GET needs of an instance: the rendered document only
+// when it is current (version and build).
+const getDocSQL = `SELECT id, instantiation_state, version, updated_at,
+	CASE WHEN rendered_version = version AND rendered_rev = $2 THEN rendered_doc END
+	FROM vnf_instances WHERE id = $1`
+
+// ReadInstanceDoc is GetInstanceDoc into d, whose Doc is reused: the
+// document is appended to d.Doc[:0] straight from the driver's buffer, so a
+// caller that keeps d for the next request allocates nothing for it.
+func (s *Store) ReadInstanceDoc(ctx context.Context, id string, d *InstanceDoc) error {
+	rev := RenderRev()
+	rows, err := s.pool.Query(ctx, getDocSQL, id, rev)
+	if err != nil {
+		return err
+	}
+	found, current := false, false
+	if rows.Next() {
+		found = true
+		var doc pgtype.DriverBytes // valid until rows.Close
+		if err := rows.Scan(&d.ID, &d.InstantiationState, &d.Version, &d.UpdatedAt, &doc); err != nil {
+			rows.Close()
+			return err
+		}
+		if doc != nil {
+			current = true
+			d.Doc = append(d.Doc[:0], doc...)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if !found {
+		return ErrNotFound
+	}
+	if current {
+		return nil
 	}
 	in, err := s.GetInstance(ctx, id)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	doc, err := RenderInstance(&in.VnfInstance)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// SKIP LOCKED: a reader never waits for a writer's transaction.
 	if _, err := s.pool.Exec(ctx, `UPDATE vnf_instances SET rendered_doc=$3, rendered_version=version, rendered_rev=$4
@@ -118,5 +148,6 @@ func (s *Store) GetInstanceDoc(ctx context.Context, id string) (*InstanceDoc, er
 		            FOR NO KEY UPDATE SKIP LOCKED)`, id, in.Version, doc, rev); err != nil {
 		s.log.Warn("keeping the rendered document of an instance failed", "vnfInstanceId", id, "err", err)
 	}
-	return &InstanceDoc{ID: in.ID, InstantiationState: in.InstantiationState, Version: in.Version, UpdatedAt: in.UpdatedAt, Doc: doc}, nil
+	d.ID, d.InstantiationState, d.Version, d.UpdatedAt, d.Doc = in.ID, in.InstantiationState, in.Version, in.UpdatedAt, doc
+	return nil
 }
