@@ -1,6 +1,7 @@
 package kubeadm
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -68,6 +69,15 @@ func (d *Driver) clusterNodes(ctx context.Context, m *session) (map[string]nodeS
 	if err != nil {
 		return nil, fmt.Errorf("listing the cluster's nodes on %s: %w", m.node.Name, err)
 	}
+	nodes, err := parseNodes(out)
+	if err != nil {
+		return nil, fmt.Errorf("listing the cluster's nodes on %s: %w", m.node.Name, err)
+	}
+	return nodes, nil
+}
+
+// parseNodes reads `kubectl get nodes -o json`.
+func parseNodes(out string) (map[string]nodeState, error) {
 	var l struct {
 		Items []struct {
 			Metadata struct{ Name string } `json:"metadata"`
@@ -80,7 +90,7 @@ func (d *Driver) clusterNodes(ctx context.Context, m *session) (map[string]nodeS
 		} `json:"items"`
 	}
 	if err := json.Unmarshal([]byte(out), &l); err != nil {
-		return nil, fmt.Errorf("listing the cluster's nodes on %s: unexpected kubectl output: %v", m.node.Name, err)
+		return nil, fmt.Errorf("unexpected kubectl output: %v", err)
 	}
 	nodes := map[string]nodeState{}
 	for _, it := range l.Items {
@@ -169,42 +179,12 @@ func parseCA(b []byte) (pemText, hash string, err error) {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: blk.Bytes})), "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-// mintToken creates a bootstrap token for one join, valid for ttl.
-func (d *Driver) mintToken(ctx context.Context, m *session, ttl time.Duration, description string) (string, error) {
-	cmd := remote.Command("kubeadm", "token", "create", "--kubeconfig", adminConf,
-		"--ttl", strconv.Itoa(int(ttl.Seconds()))+"s", "--description", description)
-	res, err := m.x.Run(ctx, cmd, d.sudo(remote.RunOpts{}))
-	if err != nil {
-		return "", fmt.Errorf("creating a bootstrap token on %s: %w", m.node.Name, err)
-	}
-	tok := tokenRE.FindString(res.Stdout)
-	if tok == "" {
-		return "", fmt.Errorf("kubeadm token create on %s printed no token", m.node.Name)
-	}
-	return tok, nil
-}
-
 // deleteToken removes a bootstrap token once it served (best effort: it
 // expires anyway).
 func (d *Driver) deleteToken(ctx context.Context, m *session, token string) {
 	id, _, _ := strings.Cut(token, ".")
 	if _, err := m.x.Run(ctx, remote.Command("kubeadm", "token", "delete", "--kubeconfig", adminConf, id), d.sudo(remote.RunOpts{})); err != nil {
 		m.log.Warn("could not delete a used bootstrap token; it expires on its own", "tokenId", id, "err", err)
-	}
-}
-
-// deleteAllTokensScript deletes every bootstrap token in one session: the
-// tokens never leave the node (kubeadm token delete prints only their ids).
-const deleteAllTokensScript = `set -eu
-list=$(kubeadm token list --kubeconfig ` + adminConf + `)
-toks=$(printf '%s\n' "$list" | awk 'NR > 1 && $1 ~ /^[a-z0-9]+\.[a-z0-9]+$/ { print $1 }')
-for t in $toks; do kubeadm token delete --kubeconfig ` + adminConf + ` "${t%%.*}"; done`
-
-// deleteAllTokens removes every bootstrap token (right after kubeadm init:
-// its default 24 h token and the install script's), best effort.
-func (d *Driver) deleteAllTokens(ctx context.Context, m *session) {
-	if _, err := m.x.Run(ctx, remote.Command("sh", "-c", deleteAllTokensScript), d.sudo(remote.RunOpts{})); err != nil {
-		m.log.Warn("could not delete the bootstrap tokens kubeadm init made; they expire on their own", "err", err)
 	}
 }
 
@@ -230,6 +210,31 @@ trap 'rm -f "$tmp"' EXIT
 block=$(cat)
 { sed "/^$1\$/,/^$2\$/d" "$f"; printf '%s\n' "$block"; } > "$tmp"
 cat "$tmp" > "$f"`
+
+// hostsAndScript is writeHostsScript with the block as $3, then the install
+// script from stdin into remoteScript (root's, 0700, replaced atomically):
+// a node's preparation in one round trip.
+const hostsAndScript = `set -eu
+install -d -m 0700 ` + remoteDir + `
+f=/etc/hosts
+tmp=$(mktemp)
+st=$(mktemp ` + remoteDir + `/.install_k8s_cluster.sh.tmp-XXXXXX)
+trap 'rm -f "$tmp" "$st"' EXIT
+{ sed "/^$1\$/,/^$2\$/d" "$f"; printf '%s\n' "$3"; } > "$tmp"
+cat "$tmp" > "$f"
+cat > "$st"
+chmod 0700 "$st"
+mv -f "$st" ` + remoteScript + ``
+
+// writeHostsAndScript writes the node's /etc/hosts block and uploads the
+// install script in one session.
+func (d *Driver) writeHostsAndScript(ctx context.Context, s *session, nodes []*Node, script []byte) error {
+	cmd := remote.Command("sh", "-c", hostsAndScript, "prepare-node", hostsBegin, hostsEnd, strings.TrimSuffix(hostsBlock(nodes), "\n"))
+	if _, err := s.run(ctx, cmd, d.sudo(remote.RunOpts{Stdin: bytes.NewReader(script)})); err != nil {
+		return fmt.Errorf("updating /etc/hosts and uploading the install script on %s: %w", s.node.Name, err)
+	}
+	return nil
+}
 
 // writeHosts makes the node's /etc/hosts list exactly these nodes in the
 // managed block.
@@ -348,6 +353,10 @@ subjects:
 - {kind: ServiceAccount, name: ` + vimServiceAccount + `, namespace: ` + vimNamespace + `}
 `
 
+// nodePoll is how often the wait for a joined node looks again (one SSH
+// round trip; a second was most of a scale-out's tail).
+const nodePoll = 250 * time.Millisecond
+
 // vimToken applies the VIM's ServiceAccount and returns its bearer token,
 // waiting for the token controller to fill the Secret.
 func (d *Driver) vimToken(ctx context.Context, m *session) (string, error) {
@@ -390,7 +399,7 @@ func (d *Driver) waitNode(ctx context.Context, m *session, name string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("node %s did not register with the API server within %v", name, d.o.NodeWait)
 		}
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := sleep(ctx, nodePoll); err != nil {
 			return err
 		}
 	}

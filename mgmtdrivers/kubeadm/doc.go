@@ -97,13 +97,20 @@
 // at once (/etc/hosts, the install script uploaded, its --prepare run:
 // proxy settings and packages, and what the node holds: a kubelet.conf or
 // control-plane manifests), the HA load balancer and its VIP are set up,
-// and the install script runs on the first master (-m, kubeadm init, its
-// printed join token deleted) as soon as that master is prepared. Once the
-// init made the join material the workers join in parallel
-// (worker_parallelism at a time, each after its own preparation, beside the
-// control-plane joins of an HA cluster), each with a bootstrap token minted
-// on the master just before its join (kubeadm token create --ttl
-// join_token_ttl) and deleted after it. A node's connection carries at most
+// and the install script runs on the first master (-m, kubeadm init,
+// --no-join-token) as soon as that master is prepared; the other nodes'
+// preparation starts once that script runs. Once the init made the join
+// material the workers join in parallel (worker_parallelism at a time, each
+// after its own preparation, beside the control-plane joins of an HA
+// cluster), each with a bootstrap token of its own: the tokens of all the
+// hook's joins are bootstrap token Secrets created in one round trip
+// (kubectl create, expiring after join_token_ttl by the master's clock,
+// tokens.go) and deleted in one once no join needs them; the tokens
+// kubeadm init made are deleted in the background. A worker's install
+// script waits (at most 10 s) for its Node with the kubelet's credentials,
+// so the driver asks a master only when it did not see it. The first
+// master's other work (the VIM, HAProxy's etcd frontend, the old tokens)
+// waits until the critical path is under way. A node's connection carries at most
 // 8 commands at once (sshd's MaxSessions), the workers' on the first master
 // at most 4, so the control-plane joins keep room there. Each node's
 // checkpoint output has kubeadm's own run time (kubeadmStarted,
@@ -167,16 +174,23 @@
 // kubeadm init --control-plane-endpoint <VIP>:<lb_port> --upload-certs on
 // the first master runs while they are set up (kubeadm needs the VIP only
 // once its API server answers; the step fails when the VIP does not come);
-// HAProxy's etcd frontend is added after the control-plane joins, since the
-// init writes the certificates its checks use. The other masters join one
-// at a time, each after etcd reports every member healthy, with a
-// certificate key uploaded just before (kubeadm init phase upload-certs;
-// the kubeadm-certs Secret is deleted after the join) and a bootstrap token
-// of its own, until its Node is Ready and its etcd member started and
-// healthy; the workers join through the VIP beside them; the VIM is
-// https://<VIP>:<lb_port>.
+// HAProxy's etcd frontend is added once the init is done (it writes the
+// certificates the checks use), beside the control-plane joins: masters
+// that have not joined are marked down by the checks until they have. The
+// other masters join one at a time (concurrent stacked-etcd joins are what
+// kubeadm, etcd — one learner at a time — and Cluster API's control plane
+// provider avoid), each after etcd reports every member healthy, with the
+// certificate key of the certificates kubeadm init --upload-certs uploaded
+// (one upload for the hook's joins otherwise; the kubeadm-certs Secret and
+// its owner token are deleted after the last join) and a bootstrap token of
+// its own, until its Node is Ready and its etcd member started and healthy.
+// The checks after a join (nodes, etcd member list and health, one round
+// trip, every 250 ms) are the next join's checks before; after a fresh
+// init the first join needs none. The workers join through the VIP beside
+// them; the VIM is https://<VIP>:<lb_port>.
 // etcd is driven with etcdctl on a master (the host's, else the one in the
-// etcd static pod through kubectl exec).
+// etcd static pod through kubectl exec); its member list, health and
+// leader are read in one session.
 //
 // A VNFC heal of masters: ParseParams refuses healing more than (n-1)/2
 // masters at once (422) unless additionalParams.force; heal_start
@@ -192,7 +206,7 @@
 // and a drain would wait out drain_timeout); then moves etcd leadership off
 // a leading victim and removes the victims' members by id (found by name or
 // peer URL, through a healthy master: works with the victim unreachable).
-// heal_end joins each replacement as a control-plane node (fresh key and token), gives it HAProxy and
+// heal_end joins each replacement as a control-plane node (a key and token of its own), gives it HAProxy and
 // keepalived, puts it back into HAProxy on every master (reload), and waits
 // until the member list is exactly the masters, all healthy. Scaling the
 // masters is refused (scale_start: an aspect scaling the master VDU).

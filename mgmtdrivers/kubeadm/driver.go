@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -124,17 +125,25 @@ type hook struct {
 	// cleanups, when set, runs best-effort clean-ups off the critical path
 	// (the hook waits for it before its sessions close).
 	cleanups *sync.WaitGroup
-}
-
-// dropToken deletes a used bootstrap token, in the background when the hook
-// allows (it expires anyway).
-func (h *hook) dropToken(ctx context.Context, ms *session, tok string) {
-	ctx = context.WithoutCancel(ctx)
-	if h.cleanups == nil {
-		h.d.deleteToken(ctx, ms, tok)
-		return
-	}
-	h.cleanups.Go(func() { h.d.deleteToken(ctx, ms, tok) })
+	// tokens are the bootstrap tokens of the hook's joins (nil: each join
+	// flow makes its own).
+	tokens *tokenPool
+	// certs is the certificate key of the control-plane certificates
+	// uploaded for this hook's control-plane joins (hamasters.go).
+	certs certKey
+	// initToken is the join token the install script printed on the main
+	// master; initFresh says its kubeadm init ran in this hook.
+	initToken string
+	initFresh bool
+	// gate, when set, holds the first master's background work until the
+	// critical path is past it (installCluster).
+	gate *gate
+	// initRunning, when set, opens once the first master's install script
+	// printed its first line (installCluster).
+	initRunning *gate
+	// nodesAtConnect are the cluster's nodes as connectControl listed them
+	// when it picked the master to work through (nil: not listed).
+	nodesAtConnect map[string]nodeState
 }
 
 // load finds the nodes of the operation's compute resources with the
@@ -281,10 +290,10 @@ func (d *Driver) InstantiateEnd(ctx context.Context, op *driverapi.Op, p *Params
 // installCluster builds the cluster along its critical path: kubeadm init
 // on the first master, then (HA) the control-plane joins one at a time.
 // Everything else runs beside it: every node's preparation (prepare.go) and
-// the HA load balancer with its VIP start with the init; the workers join
-// as soon as the init made the join material, beside the control-plane
-// joins; HAProxy's etcd frontend follows the last control-plane join while
-// workers still join. The VIM is registered at the end.
+// the HA load balancer with its VIP start with the init; once the init is
+// done, the workers join beside the control-plane joins, HAProxy's etcd
+// frontend is added and the VIM is registered. The bootstrap tokens of all
+// joins are made in one round trip and deleted in another.
 func (h *hook) installCluster(ctx context.Context) error {
 	if err := h.needTopology(); err != nil {
 		return err
@@ -306,7 +315,11 @@ func (h *hook) installCluster(ctx context.Context) error {
 	defer bg.Wait()
 	h.note(ctx, "preparing %d nodes (/etc/hosts, install script, packages) beside the first master's kubeadm init", len(all))
 	master := t.Masters[0]
-	h.prep = h.prepareNodes(ctx, ss, all, all, script, master)
+	// The other nodes' preparation starts once the first master's install
+	// script runs: until then the critical path has the machines.
+	h.initRunning = newGate()
+	defer h.initRunning.open()
+	h.prep = h.prepareNodes(ctx, ss, all, all, script, h.initRunning, master)
 	defer h.prep.finish()
 	haErr := make(chan error, 1)
 	if t.HA() {
@@ -326,6 +339,7 @@ func (h *hook) installCluster(ctx context.Context) error {
 		mi, err = h.initMaster(ctx, ms, script)
 		return mi, err
 	})
+	h.initRunning.open() // the init was done in an earlier run, or failed
 	if err := errors.Join(initErr, <-haErr); err != nil {
 		return err
 	}
@@ -340,39 +354,100 @@ func (h *hook) installCluster(ctx context.Context) error {
 		}
 		mi = &masterInfo{CACert: pemText, CAHash: hash}
 	}
-	// The VIM needs only the API through the endpoint: it is registered
-	// while the nodes join (a failure later in the step rolls it back with
-	// the rest). The used tokens go in the background too.
+	// One token per join, made together on the first join's demand.
+	h.tokens = h.newTokenPool(ms, append(slices.Clone(t.Masters[1:]), t.Workers...))
+	defer h.tokens.finish(ctx)
+	// The first master's other work waits until the critical path has
+	// what it needs from it (the tokens; with an HA control plane, the
+	// first control-plane join under way): the used tokens and the init's,
+	// the VIM (it needs only the API through the endpoint; a failure later
+	// in the step rolls it back with the rest) and HAProxy's etcd frontend
+	// (it needs only the etcd certificates the init made: the masters that
+	// have not joined yet are marked down by its health checks until they
+	// have). On a fresh cluster there is nothing to list or check first.
+	h.gate = newGate()
+	defer h.gate.open()
 	h.cleanups = &bg
+	later := func(f func()) {
+		bg.Go(func() {
+			select {
+			case <-h.gate.c:
+			case <-ctx.Done():
+			}
+			f()
+		})
+	}
+	if h.initFresh {
+		keep := h.tokens.ids()
+		later(func() { h.d.deleteOtherTokens(context.WithoutCancel(ctx), ms, keep) })
+	} else if h.initToken != "" {
+		later(func() { h.d.deleteToken(context.WithoutCancel(ctx), ms, h.initToken) })
+	}
+	var present map[string]nodeState
+	if h.initFresh {
+		present = map[string]nodeState{}
+	}
 	vimErr := make(chan error, 1)
-	bg.Go(func() { vimErr <- h.registerVim(ctx, ss, ms, mi.CACert) })
+	later(func() { vimErr <- h.registerVim(ctx, ss, ms, mi.CACert) })
+	lbErr := make(chan error, 1)
 	cpErr := make(chan error, 1)
 	if t.HA() {
+		later(func() { lbErr <- h.enableEtcdLB(ctx, ss) })
 		h.note(ctx, "joining %d more masters as control-plane nodes, one at a time, and %d workers beside them, %d at a time", len(t.Masters)-1, len(t.Workers), h.p.WorkerParallelism)
-		bg.Go(func() { cpErr <- h.joinControlPlanes(ctx, ss, ms, script, mi.CAHash) })
+		bg.Go(func() {
+			defer h.gate.open()
+			cpErr <- h.joinControlPlanes(ctx, ss, ms, script, mi.CAHash)
+		})
 	} else {
 		h.note(ctx, "joining %d workers, %d at a time", len(t.Workers), h.p.WorkerParallelism)
+		lbErr <- nil
 		cpErr <- nil
 	}
 	// The workers' commands on the first master leave room there for the
 	// control-plane joins'.
-	wErr := h.joinWorkers(ctx, ss, ms.shared(maxChannels/2), t.Workers, script, mi.CAHash)
-	return errors.Join(<-cpErr, wErr, <-vimErr)
+	wErr := h.joinWorkers(ctx, ss, ms.shared(maxChannels/2), t.Workers, script, mi.CAHash, present)
+	h.gate.open()
+	return errors.Join(<-cpErr, wErr, <-lbErr, <-vimErr)
 }
 
-// joinControlPlanes joins the masters after the first one at a time, waits
-// for etcd to be whole and puts it behind the VIP.
+// gate holds work back until it opens (once).
+type gate struct {
+	c    chan struct{}
+	once sync.Once
+}
+
+func newGate() *gate { return &gate{c: make(chan struct{})} }
+
+// open opens the gate; nil-safe.
+func (g *gate) open() {
+	if g != nil {
+		g.once.Do(func() { close(g.c) })
+	}
+}
+
+// joinControlPlanes joins the masters after the first one at a time and
+// checks that etcd is whole: exactly the masters, all healthy.
 func (h *hook) joinControlPlanes(ctx context.Context, ss *sessions, ms *session, script []byte, caHash string) error {
 	t := h.topo
-	if err := h.joinMasters(ctx, ss, ms, t.Masters[1:], script, caHash, false); err != nil {
-		return err
+	var view *cpView
+	if h.initFresh {
+		// A cluster kubeadm init just made: one etcd member, the init's,
+		// and no other node.
+		view = &cpView{nodes: map[string]nodeState{}, etcd: &etcdView{Healthy: map[uint64]bool{}, Errors: map[uint64]string{}}}
 	}
-	v, err := h.d.waitEtcdWhole(ctx, ms, t.Masters, etcdHealthWait)
+	v, err := h.joinMasters(ctx, ss, ms, t.Masters[1:], script, caHash, false, view)
 	if err != nil {
 		return err
 	}
+	if v == nil || etcdWholeProblem(v, t.Masters) != "" {
+		// The last join's own check did not see it whole (or was done
+		// in an earlier run): wait for it.
+		if v, err = h.d.waitEtcdWhole(ctx, ms, t.Masters, etcdHealthWait); err != nil {
+			return err
+		}
+	}
 	h.note(ctx, "etcd: %d members, all healthy", len(v.Members))
-	return h.enableEtcdLB(ctx, ss)
+	return nil
 }
 
 // nodeCompleted is Progress.NodeCompleted (false without a progress).
@@ -413,30 +488,37 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*mas
 			h.note(ctx, "the package's install script %s has no --etcd-cert-sans: etcd's certificates will not name the VIP %s, so etcd clients through it must verify another name (use the driver's script, or a current copy, for that)", h.p.ScriptPath, h.topo.VIP)
 		}
 	}
+	if bytes.Contains(script, []byte("--no-join-token")) {
+		// Every join gets a token of its own (tokens.go): the one the
+		// script would make is one kubeadm run on the critical path.
+		args = append(args, "--no-join-token")
+	}
 	kargs, err := h.kuryrArgs(ctx, ms, script)
 	if err != nil {
 		return nil, err
 	}
 	args = append(args, kargs...)
-	r, err := h.d.runScript(ctx, ms, args, scriptEnv(h.p, h.topo), proxySecrets(h.p), h.nodeNote(ctx, n))
+	note := h.nodeNote(ctx, n)
+	r, err := h.d.runScript(ctx, ms, args, scriptEnv(h.p, h.topo), proxySecrets(h.p), func(msg string) {
+		h.initRunning.open()
+		note(msg)
+	})
 	if err != nil {
 		return nil, err
 	}
-	// Workers get a token each, minted just before their join: the ones
-	// kubeadm init (24 h) and the script made go.
+	// Every join gets a token of its own: the ones kubeadm init (24 h)
+	// and the script made go (installCluster, in the background).
 	if key := r["certificate_key"]; key != "" {
-		// Superseded: every control-plane join gets a key of its own.
+		// The key of the certificates kubeadm init --upload-certs (or the
+		// script) uploaded: the control-plane joins of this hook use it.
 		ms.x.AddSecrets(key)
+		h.certs.set(key)
 	}
-	tok := r["join_token"]
-	if tok != "" {
+	if tok := r["join_token"]; tok != "" {
 		ms.x.AddSecrets(tok)
+		h.initToken = tok
 	}
-	if r["status"] == "installed" {
-		h.d.deleteAllTokens(ctx, ms) // the script's among them
-	} else if tok != "" {
-		h.d.deleteToken(ctx, ms, tok)
-	}
+	h.initFresh = r["status"] == "installed"
 	mi := &masterInfo{Status: r["status"], Role: r["role"], APIEndpoint: r["api_endpoint"], KubernetesVersion: r["kubernetes_version"], kubeadmTime: kubeadmTimeOf(r)}
 	if want := h.topo.Endpoint(); mi.APIEndpoint != want {
 		return nil, fmt.Errorf("the install script on %s reports the API endpoint %q, want %s", n.Name, mi.APIEndpoint, want)
@@ -448,25 +530,42 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*mas
 	if mi.CACert, mi.CAHash, err = parseCA(caFile); err != nil {
 		return nil, fmt.Errorf("the cluster CA the install script on %s printed: %w", n.Name, err)
 	}
-	if r["ca_cert_hash"] != mi.CAHash {
+	if r["ca_cert_hash"] != "" && r["ca_cert_hash"] != mi.CAHash {
 		return nil, fmt.Errorf("the install script on %s printed the CA hash %q, but its CA certificate hashes to %s", n.Name, r["ca_cert_hash"], mi.CAHash)
 	}
 	return mi, nil
 }
 
 // joinWorkers joins workers in parallel (worker_parallelism at a time),
-// each with a fresh bootstrap token. Nodes already in the cluster are
+// each with a bootstrap token of its own (h.tokens, or a pool of its own).
+// Nodes already in the cluster (present, or listed now when nil) are
 // skipped; a node that holds a kubelet.conf but is not in the cluster (a
 // join that died half-way) is reset first.
-func (h *hook) joinWorkers(ctx context.Context, ss *sessions, ms *session, workers []*Node, script []byte, caHash string) error {
+func (h *hook) joinWorkers(ctx context.Context, ss *sessions, ms *session, workers []*Node, script []byte, caHash string, present map[string]nodeState) error {
 	if len(workers) == 0 {
 		return nil
 	}
-	present, err := h.clusterNodes(ctx, ms)
-	if err != nil {
-		return err
+	if present == nil {
+		var err error
+		if present, err = h.clusterNodes(ctx, ms); err != nil {
+			return err
+		}
+	}
+	pool := h.tokens
+	if pool == nil {
+		pool = h.newTokenPool(ms, workers)
+		defer pool.finish(ctx)
+	}
+	// Once every join runs, h.gate opens (the hook's other work waits).
+	var toStart atomic.Int32
+	for _, w := range workers {
+		if _, ok := present[w.Name]; !ok {
+			toStart.Add(1)
+		}
 	}
 	return h.perNode(ctx, workers, h.p.WorkerParallelism, "kubeadm join", func(ctx context.Context, n *Node) (any, error) {
+		used := sync.OnceFunc(func() { pool.used(ctx, n) })
+		defer used()
 		if _, ok := present[n.Name]; ok {
 			return map[string]any{"status": "already-joined"}, nil
 		}
@@ -495,21 +594,30 @@ func (h *hook) joinWorkers(ctx context.Context, ss *sessions, ms *session, worke
 				return nil, err
 			}
 		}
-		tok, err := h.d.mintToken(ctx, ms, h.p.JoinTokenTTL, "mini-VNFM join of "+n.Name+" (op "+h.op.ID+")")
+		tok, err := pool.get(ctx, n)
 		if err != nil {
 			return nil, err
 		}
+		if !h.topo.HA() || toStart.Add(-1) == 0 {
+			// The single master's work for the workers is done, or every
+			// join runs.
+			h.gate.open()
+		}
 		ss.addSecrets(tok)
-		defer h.dropToken(ctx, ms, tok)
 		args := []string{"-w", n.IP, "-i", h.topo.EndpointIP, "-t", tok, "-s", caHash,
 			"--api-port", strconv.Itoa(h.topo.EndpointPort), "--node-name", n.Name, "--node-ip", n.IP}
 		r, err := h.d.runScript(ctx, ws, args, scriptEnv(h.p, h.topo), append(proxySecrets(h.p), tok), note)
+		used()
 		if err != nil {
 			return nil, err
 		}
-		note("waiting for the node to register")
-		if err := h.d.waitNode(ctx, ms, n.Name); err != nil {
-			return nil, err
+		if r["node_registered"] != "true" {
+			// The script did not see the Node with the kubelet's
+			// credentials (or is an older copy): ask a master.
+			note("waiting for the node to register")
+			if err := h.d.waitNode(ctx, ms, n.Name); err != nil {
+				return nil, err
+			}
 		}
 		return joinOutput{Status: r["status"], Role: r["role"], Reset: reset, kubeadmTime: kubeadmTimeOf(r)}, nil
 	})
@@ -835,8 +943,20 @@ func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op, p *Params) erro
 		return err
 	}
 	defer ss.Close()
-	present, err := h.clusterNodes(ctx, ms)
-	if err != nil {
+	// The CA certificate is read while the nodes are listed (connectControl
+	// listed them when it picked the master).
+	var hash string
+	caErr := make(chan error, 1)
+	go func() {
+		var err error
+		_, hash, err = d.caCert(ctx, ms)
+		caErr <- err
+	}()
+	present := h.nodesAtConnect
+	if present == nil {
+		present, err = h.clusterNodes(ctx, ms)
+	}
+	if err := errors.Join(err, <-caErr); err != nil {
 		return err
 	}
 	var joining []*Node
@@ -853,19 +973,30 @@ func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op, p *Params) erro
 	if err != nil {
 		return err
 	}
-	// The new workers are prepared (/etc/hosts, script, packages) while the
-	// others' /etc/hosts are written.
-	h.prep = h.prepareNodes(ctx, ss, joining, all, script)
+	// The joins' tokens are made while the new workers are prepared
+	// (/etc/hosts, script, packages); the others' /etc/hosts are written
+	// beside the joins: a join needs only its own node's.
+	h.tokens = h.newTokenPool(ms, joining)
+	h.tokens.prefetch(ctx)
+	defer h.tokens.finish(ctx)
+	h.prep = h.prepareNodes(ctx, ss, joining, all, script, nil)
 	defer h.prep.finish()
-	if err := d.writeHostsAll(ctx, ss, h.topo.Without(vnfcIDs(joining)...).All(), all); err != nil {
-		return err
-	}
-	_, hash, err := d.caCert(ctx, ms)
-	if err != nil {
-		return err
-	}
+	// The other nodes' /etc/hosts are written once every join runs: a join
+	// needs only its own node's, and until then the joins have the
+	// machines.
+	h.gate = newGate()
+	hostsErr := make(chan error, 1)
+	go func() {
+		select {
+		case <-h.gate.c:
+		case <-ctx.Done():
+		}
+		hostsErr <- d.writeHostsAll(ctx, ss, h.topo.Without(vnfcIDs(joining)...).All(), all)
+	}()
 	h.note(ctx, "joining %s, %d at a time", strings.Join(sortedNames(joining), ", "), h.p.WorkerParallelism)
-	return h.joinWorkers(ctx, ss, ms.shared(maxChannels/2), joining, script, hash)
+	err = h.joinWorkers(ctx, ss, ms.shared(maxChannels/2), joining, script, hash, present)
+	h.gate.open()
+	return errors.Join(err, <-hostsErr)
 }
 
 func addedVnfcs(op *driverapi.Op) map[string]bool {
@@ -1039,7 +1170,7 @@ func (d *Driver) HealEnd(ctx context.Context, op *driverapi.Op, p *Params) error
 	if err != nil {
 		return err
 	}
-	if err := h.joinWorkers(ctx, ss, ms, targets, script, hash); err != nil {
+	if err := h.joinWorkers(ctx, ss, ms, targets, script, hash, nil); err != nil {
 		return err
 	}
 	return d.forgetServers(ctx, h, before)

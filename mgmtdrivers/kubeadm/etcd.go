@@ -3,6 +3,7 @@ package kubeadm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -95,9 +96,57 @@ func (d *Driver) etcdctl(ctx context.Context, s *session, args ...string) (remot
 	return s.x.Run(ctx, cmd, d.sudo(remote.RunOpts{Timeout: 45 * time.Second}))
 }
 
+// etcdStateScript reads etcd in one session: the member list through the
+// endpoints $2, then, after a marker line, each member's health and, after
+// another, the endpoints' status (for the leader). With $3 = 1 the
+// cluster's nodes come first (kubectl get nodes), ended by a marker: a
+// control-plane join's checks are one round trip. The etcdctl is the
+// host's (Debian/Ubuntu etcd-client) when installed, else the one in the
+// node's etcd static pod (kubectl exec); $1 is the node name.
+const etcdStateScript = `node=$1 eps=$2
+tls="--cacert=` + etcdPKIDir + `/ca.crt --cert=` + etcdPKIDir + `/healthcheck-client.crt --key=` + etcdPKIDir + `/healthcheck-client.key --dial-timeout=2s --command-timeout=3s"
+e() {
+	if command -v etcdctl >/dev/null 2>&1; then
+		ETCDCTL_API=3 etcdctl $tls "$@"
+	else
+		kubectl --kubeconfig ` + adminConf + ` -n kube-system exec "etcd-$node" -- env ETCDCTL_API=3 etcdctl $tls "$@"
+	fi
+}
+if [ "${3:-0}" = 1 ]; then
+	kubectl --kubeconfig ` + adminConf + ` get nodes -o json || exit $?
+	echo '` + nodesEndMark + `'
+fi
+ml=$(e --endpoints="$eps" member list -w json) || exit $?
+printf '%s\n' "$ml"
+urls=$(printf '%s\n' "$ml" | grep -o '"clientURLs":\[[^]]*\]' | grep -o 'https*://[^"]*' | sort -u | paste -sd, -)
+[ -n "$urls" ] || exit 0
+echo '` + etcdHealthMark + `'
+e --endpoints="$urls" endpoint health -w json || true
+echo '` + etcdStatusMark + `'
+e --endpoints="$urls" endpoint status -w json 2>/dev/null || true`
+
+// Marker lines of etcdStateScript's output.
+const (
+	nodesEndMark   = "--- mini-vnfm nodes end ---"
+	etcdHealthMark = "--- mini-vnfm etcd health ---"
+	etcdStatusMark = "--- mini-vnfm etcd status ---"
+)
+
 // etcdState reads the member list, each member's health and the leader,
-// through the master s (any endpoint of masters that answers).
+// through the master s (any endpoint of masters that answers), in one
+// session.
 func (d *Driver) etcdState(ctx context.Context, s *session, masters []*Node) (*etcdView, error) {
+	_, v, err := d.etcdProbe(ctx, s, masters, false)
+	return v, err
+}
+
+// clusterState is the cluster's nodes and etcd as the master s sees them,
+// read in one session.
+func (d *Driver) clusterState(ctx context.Context, s *session, masters []*Node) (map[string]nodeState, *etcdView, error) {
+	return d.etcdProbe(ctx, s, masters, true)
+}
+
+func (d *Driver) etcdProbe(ctx context.Context, s *session, masters []*Node, withNodes bool) (map[string]nodeState, *etcdView, error) {
 	var eps []string
 	for _, m := range masters {
 		eps = append(eps, etcdClientURL(m.IP))
@@ -105,38 +154,60 @@ func (d *Driver) etcdState(ctx context.Context, s *session, masters []*Node) (*e
 	if s.node != nil {
 		eps = append([]string{"https://127.0.0.1:2379"}, eps...)
 	}
-	res, err := d.etcdctl(ctx, s, "--endpoints="+strings.Join(eps, ","), "member", "list", "-w", "json")
-	if err != nil {
-		return nil, fmt.Errorf("etcd member list on %s: %w", s.node.Name, err)
+	flag := "0"
+	if withNodes {
+		flag = "1"
 	}
+	cmd := remote.Command("sh", "-c", etcdStateScript, "etcd-state", s.node.Name, strings.Join(eps, ","), flag)
+	res, err := s.x.Run(ctx, cmd, d.sudo(remote.RunOpts{Timeout: 45 * time.Second}))
+	out := res.Stdout
+	var nodes map[string]nodeState
+	if withNodes {
+		nodesOut, rest, found := strings.Cut(out, nodesEndMark+"\n")
+		if !found {
+			if err == nil {
+				err = errors.New("no node list in the output")
+			}
+			return nil, nil, fmt.Errorf("listing the cluster's nodes on %s: %w", s.node.Name, err)
+		}
+		if nodes, err = parseNodes(nodesOut); err != nil {
+			return nil, nil, fmt.Errorf("listing the cluster's nodes on %s: %w", s.node.Name, err)
+		}
+		out, err = rest, nil
+		if res.ExitCode != 0 {
+			err = fmt.Errorf("exit status %d: %s", res.ExitCode, lastLine(res.Stderr))
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("etcd member list on %s: %w", s.node.Name, err)
+	}
+	listOut, rest, _ := strings.Cut(out, etcdHealthMark+"\n")
+	healthOut, statusOut, _ := strings.Cut(rest, etcdStatusMark+"\n")
 	var ml struct {
 		Members []etcdMember `json:"members"`
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(res.Stdout)), &ml); err != nil {
-		return nil, fmt.Errorf("etcd member list on %s: unexpected output %.200q: %v", s.node.Name, res.Stdout, err)
+	if err := json.Unmarshal([]byte(strings.TrimSpace(listOut)), &ml); err != nil {
+		return nil, nil, fmt.Errorf("etcd member list on %s: unexpected output %.200q: %v", s.node.Name, listOut, err)
 	}
 	v := &etcdView{Members: ml.Members, Healthy: map[uint64]bool{}, Errors: map[uint64]string{}}
 	byURL := map[string]uint64{}
-	var urls []string
 	for _, m := range v.Members {
 		for _, u := range m.ClientURLs {
 			byURL[u] = m.ID
-			urls = append(urls, u)
 		}
 	}
-	if len(urls) == 0 {
-		return v, nil
+	if len(byURL) == 0 {
+		return nodes, v, nil
 	}
-	// Health: exit status 1 when any endpoint is unhealthy; the JSON is
+	// Health: etcdctl exits 1 when any endpoint is unhealthy; the JSON is
 	// printed all the same.
-	res, _ = d.etcdctl(ctx, s, "--endpoints="+strings.Join(urls, ","), "endpoint", "health", "-w", "json")
 	var hl []struct {
 		Endpoint string `json:"endpoint"`
 		Health   bool   `json:"health"`
 		Error    string `json:"error"`
 	}
-	if err := json.Unmarshal([]byte(firstJSON(res.Stdout)), &hl); err != nil {
-		return nil, fmt.Errorf("etcd endpoint health on %s: unexpected output %.200q (%s)", s.node.Name, res.Stdout, lastLine(res.Stderr))
+	if err := json.Unmarshal([]byte(firstJSON(healthOut)), &hl); err != nil {
+		return nil, nil, fmt.Errorf("etcd endpoint health on %s: unexpected output %.200q (%s)", s.node.Name, healthOut, lastLine(res.Stderr))
 	}
 	for _, e := range hl {
 		id, ok := byURL[e.Endpoint]
@@ -149,13 +220,12 @@ func (d *Driver) etcdState(ctx context.Context, s *session, masters []*Node) (*e
 			v.Errors[id] = e.Error
 		}
 	}
-	res, _ = d.etcdctl(ctx, s, "--endpoints="+strings.Join(urls, ","), "endpoint", "status", "-w", "json")
 	var sl []struct {
 		Status struct {
 			Leader uint64 `json:"leader"`
 		} `json:"Status"`
 	}
-	if json.Unmarshal([]byte(firstJSON(res.Stdout)), &sl) == nil {
+	if json.Unmarshal([]byte(firstJSON(statusOut)), &sl) == nil {
 		for _, st := range sl {
 			if st.Status.Leader != 0 {
 				v.Leader = st.Status.Leader
@@ -163,7 +233,7 @@ func (d *Driver) etcdState(ctx context.Context, s *session, masters []*Node) (*e
 			}
 		}
 	}
-	return v, nil
+	return nodes, v, nil
 }
 
 func firstJSON(s string) string {
@@ -199,7 +269,7 @@ func (d *Driver) waitEtcdWhole(ctx context.Context, s *session, masters []*Node,
 		if time.Now().After(deadline) {
 			return v, fmt.Errorf("etcd is not whole after %v: %s", within, problem)
 		}
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := sleep(ctx, cpPoll); err != nil {
 			return nil, err
 		}
 	}

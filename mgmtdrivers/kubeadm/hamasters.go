@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
@@ -50,16 +51,27 @@ func (h *hook) connectControl(ctx context.Context, plans []kube.Plan) (*sessions
 			rest = append(rest, m)
 		}
 	}
+	// The nodes of plans and the other masters are connected at once.
 	ss := &sessions{Sessions: kube.NewSessions(), log: h.log}
-	if len(plans) > 0 {
+	var more *sessions
+	var failed map[string]error
+	moreErr := make(chan error, 1)
+	go func() {
 		var err error
-		if ss, err = h.d.connect(ctx, h, plans); err != nil {
-			return nil, nil, err
-		}
+		more, failed, err = h.d.connectSome(ctx, h, plansFor(h.p, rest, false), deadMasterWait)
+		moreErr <- err
+	}()
+	var err error
+	if len(plans) > 0 {
+		ss, err = h.d.connect(ctx, h, plans)
 	}
-	more, failed, err := h.d.connectSome(ctx, h, plansFor(h.p, rest, false), deadMasterWait)
-	if err != nil {
-		ss.Close()
+	if err := errors.Join(err, <-moreErr); err != nil {
+		if ss != nil {
+			ss.Close()
+		}
+		if more != nil {
+			more.Close()
+		}
 		return nil, nil, err
 	}
 	ss.merge(more)
@@ -70,7 +82,15 @@ func (h *hook) connectControl(ctx context.Context, plans []kube.Plan) (*sessions
 	var last error
 	for _, m := range live {
 		s := ss.get(m)
-		if _, last = s.run(ctx, kubectl("get", "--raw", "/healthz"), h.d.sudo(remote.RunOpts{Timeout: 20 * time.Second})); last == nil {
+		// Listing the nodes proves the API server answers, and the
+		// caller may use the list.
+		out, err := s.run(ctx, kubectl("get", "nodes", "-o", "json"), h.d.sudo(remote.RunOpts{Timeout: 20 * time.Second}))
+		var nodes map[string]nodeState
+		if err == nil {
+			nodes, err = parseNodes(out)
+		}
+		if last = err; err == nil {
+			h.nodesAtConnect = nodes
 			return ss, s, nil
 		}
 	}
@@ -126,9 +146,30 @@ func (h *hook) setupHA(ctx context.Context, ss *sessions) error {
 	return nil
 }
 
-// uploadCerts uploads the control-plane certificates encrypted with a fresh
-// certificate key (kubeadm keeps them 2 h) and returns the key.
-func (h *hook) uploadCerts(ctx context.Context, ms *session) (string, error) {
+// certKey is the certificate key of the control-plane certificates
+// uploaded for a hook's control-plane joins: kubeadm init --upload-certs'
+// (the install script reports it) or one upload for all the joins of the
+// hook; the certificates are deleted after the last join.
+type certKey struct {
+	mu       sync.Mutex
+	key      string
+	uploaded bool // by this hook: kubeadm-certs is deleted afterwards
+}
+
+func (c *certKey) set(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.key, c.uploaded = key, true
+}
+
+// certificateKey returns the hook's certificate key, uploading the
+// certificates with a fresh one the first time (kubeadm keeps them 2 h).
+func (h *hook) certificateKey(ctx context.Context, ms *session) (string, error) {
+	h.certs.mu.Lock()
+	defer h.certs.mu.Unlock()
+	if h.certs.key != "" {
+		return h.certs.key, nil
+	}
 	res, err := ms.x.Run(ctx, remote.Command("kubeadm", "init", "phase", "upload-certs", "--upload-certs", "--kubeconfig", adminConf), h.d.sudo(remote.RunOpts{}))
 	if err != nil {
 		return "", fmt.Errorf("kubeadm init phase upload-certs on %s: %w", ms.node.Name, err)
@@ -137,167 +178,230 @@ func (h *hook) uploadCerts(ctx context.Context, ms *session) (string, error) {
 	if len(all) == 0 {
 		return "", fmt.Errorf("kubeadm init phase upload-certs on %s printed no certificate key", ms.node.Name)
 	}
-	return all[len(all)-1][1], nil
+	h.certs.key, h.certs.uploaded = all[len(all)-1][1], true
+	ms.x.AddSecrets(h.certs.key)
+	return h.certs.key, nil
 }
 
-// waitEtcdReady waits until every etcd member but the node's own (a stale
-// one is removed later) is healthy; with force, until a quorum is.
-func (h *hook) waitEtcdReady(ctx context.Context, ms *session, n *Node, force bool) (*etcdView, error) {
+// dropCerts deletes the uploaded control-plane certificates (they stay
+// encrypted in the cluster for 2 h otherwise), in the background when the
+// hook allows; the key is forgotten.
+func (h *hook) dropCerts(ctx context.Context, ms *session) {
+	h.certs.mu.Lock()
+	uploaded := h.certs.uploaded
+	h.certs.key, h.certs.uploaded = "", false
+	h.certs.mu.Unlock()
+	if !uploaded {
+		return
+	}
+	if h.tokens != nil && h.tokens.alsoDropCerts() {
+		return // with the tokens, in one round trip
+	}
+	ctx = context.WithoutCancel(ctx)
+	del := func() {
+		if _, err := ms.run(ctx, remote.Command("sh", "-c", dropScript, "drop-certs", "1"), h.d.sudo(remote.RunOpts{})); err != nil {
+			h.log.Warn("could not delete the uploaded certificates (they expire in 2 h)", "err", err)
+		}
+	}
+	if h.cleanups == nil {
+		del()
+		return
+	}
+	h.cleanups.Go(del)
+}
+
+// cpView is what a control-plane join's checks read in one round trip:
+// the cluster's nodes and its etcd.
+type cpView struct {
+	nodes map[string]nodeState
+	etcd  *etcdView
+}
+
+// clusterView reads the nodes and etcd through the master ms.
+func (h *hook) clusterView(ctx context.Context, ms *session) (*cpView, error) {
+	nodes, v, err := h.d.clusterState(ctx, ms, h.topo.Masters)
+	if apiUnreachable(err) {
+		if err := h.waitAPI(ctx, ms, err); err != nil {
+			return nil, err
+		}
+		nodes, v, err = h.d.clusterState(ctx, ms, h.topo.Masters)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &cpView{nodes: nodes, etcd: v}, nil
+}
+
+// etcdReadyFor says whether a member may be added for n: every member but
+// n's own (a stale one is removed first) is healthy; with force, a quorum.
+func etcdReadyFor(v *etcdView, n *Node, force bool) error {
+	own, _ := v.member(n)
+	others, healthy := 0, 0
+	for _, m := range v.Members {
+		if m.ID == own.ID && own.ID != 0 {
+			continue
+		}
+		others++
+		if v.Healthy[m.ID] {
+			healthy++
+		}
+	}
+	if healthy == others || (force && healthy >= quorum(others+1)) {
+		return nil
+	}
+	return fmt.Errorf("etcd members not healthy: %s", strings.Join(v.unhealthy(), ", "))
+}
+
+// cpPoll is how often a control-plane join's checks look again: each look
+// is one SSH round trip, the join is the build's critical path.
+const cpPoll = 250 * time.Millisecond
+
+// waitEtcdReady waits until a member may be added for n (etcdReadyFor),
+// starting from view when it is not nil (the check after the previous
+// join), and returns the view that said so.
+func (h *hook) waitEtcdReady(ctx context.Context, ms *session, n *Node, force bool, view *cpView) (*cpView, error) {
 	deadline := time.Now().Add(etcdHealthWait)
 	for {
-		v, err := h.d.etcdState(ctx, ms, h.topo.Masters)
-		if err == nil {
-			own, _ := v.member(n)
-			others, healthy := 0, 0
-			for _, m := range v.Members {
-				if m.ID == own.ID && own.ID != 0 {
-					continue
-				}
-				others++
-				if v.Healthy[m.ID] {
-					healthy++
-				}
-			}
-			if healthy == others || (force && healthy >= quorum(others+1)) {
-				return v, nil
-			}
-			err = fmt.Errorf("etcd members not healthy: %s", strings.Join(v.unhealthy(), ", "))
+		var err error
+		if view == nil {
+			view, err = h.clusterView(ctx, ms)
 		}
+		if err == nil {
+			if err = etcdReadyFor(view.etcd, n, force); err == nil {
+				return view, nil
+			}
+		}
+		view = nil
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("before joining %s as a control-plane node: %w (waited %v; a control-plane join adds an etcd member and must not start while the cluster is short of healthy members)", n.Name, err, etcdHealthWait)
 		}
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := sleep(ctx, cpPoll); err != nil {
 			return nil, err
 		}
 	}
 }
 
 // joinControlPlane joins one master as a control-plane node: after etcd is
-// healthy, with a certificate key uploaded just before and a bootstrap token
-// of its own, both gone afterwards; done when its Node is Ready and its etcd
-// member started and healthy.
-func (h *hook) joinControlPlane(ctx context.Context, ss *sessions, ms *session, n *Node, script []byte, caHash string, force bool) (any, error) {
+// healthy (view: what the check after the previous join read, nil to look
+// now), with the hook's certificate key and a bootstrap token of its own;
+// done when its Node is Ready and its etcd member started and healthy. It
+// returns what that last check read: the next join's starting point.
+func (h *hook) joinControlPlane(ctx context.Context, ss *sessions, ms *session, n *Node, script []byte, caHash string, force bool, view *cpView, pool *tokenPool, last bool) (any, *cpView, error) {
 	s := ss.get(n)
 	note := h.nodeNote(ctx, n)
-	present, err := h.clusterNodes(ctx, ms)
+	used := sync.OnceFunc(func() { pool.used(ctx, n) })
+	defer used()
+	view, err := h.waitEtcdReady(ctx, ms, n, force, view)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	v, err := h.waitEtcdReady(ctx, ms, n, force)
-	if err != nil {
-		return nil, err
-	}
+	v := view.etcd
 	mem, isMember := v.member(n)
-	if st, ok := present[n.Name]; ok && st.Ready && isMember && mem.Name != "" && v.Healthy[mem.ID] {
-		return map[string]any{"status": "already-joined"}, nil
+	if st, ok := view.nodes[n.Name]; ok && st.Ready && isMember && mem.Name != "" && v.Healthy[mem.ID] {
+		return map[string]any{"status": "already-joined"}, view, nil
 	}
 	if isMember {
 		// Left by a join that died half-way, or by the VM this one replaces.
 		if err := h.d.removeEtcdMember(ctx, ms, v, n, h.topo.Masters, note); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	pr, ok, err := h.prep.wait(ctx, n)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	reset := pr.KubeletConf || pr.ControlPlane
 	if !ok || !pr.Checked {
 		half, err := s.run(ctx, "test -e "+kubeletConf+" -o -e /etc/kubernetes/manifests/etcd.yaml && echo half-joined || true", h.d.sudo(remote.RunOpts{}))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		reset = strings.TrimSpace(half) == "half-joined"
 	}
 	if reset {
 		note("resetting a half-joined control-plane node")
 		if _, err := s.run(ctx, "kubeadm reset -f", h.d.sudo(remote.RunOpts{})); err != nil {
-			return nil, fmt.Errorf("kubeadm reset on %s: %w", n.Name, err)
+			return nil, nil, fmt.Errorf("kubeadm reset on %s: %w", n.Name, err)
 		}
 	}
 	if err := h.prepared(ctx, s, script); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	note("uploading the control-plane certificates with a fresh certificate key")
-	key, err := h.uploadCerts(ctx, ms)
+	key, err := h.certificateKey(ctx, ms)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ss.addSecrets(key)
-	defer func() {
-		// The certificates stay encrypted in the cluster for 2 h: not
-		// needed any more, they go now.
-		if _, err := ms.run(context.WithoutCancel(ctx), kubectl("-n", "kube-system", "delete", "secret", "kubeadm-certs", "--ignore-not-found"), h.d.sudo(remote.RunOpts{})); err != nil {
-			h.log.Warn("could not delete the uploaded certificates (they expire in 2 h)", "err", err)
-		}
-	}()
-	tok, err := h.d.mintToken(ctx, ms, h.p.JoinTokenTTL, "mini-VNFM control-plane join of "+n.Name+" (op "+h.op.ID+")")
+	tok, err := pool.get(ctx, n)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ss.addSecrets(tok)
-	defer h.dropToken(ctx, ms, tok)
 	args := []string{"-m", masterIPs(h.topo.Masters), "-i", h.topo.EndpointIP, "-t", tok, "-s", caHash, "-k", key,
 		"--api-port", strconv.Itoa(h.topo.EndpointPort), "--control-plane-join", "--node-name", n.Name, "--node-ip", n.IP}
+	h.gate.open() // the join is under way: the first master's other work may start
 	r, err := h.d.runScript(ctx, s, args, scriptEnv(h.p, h.topo), append(proxySecrets(h.p), tok, key), note)
+	if last {
+		h.dropCerts(ctx, ms) // not needed any more
+	}
+	used()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	note("waiting for the node to be Ready and its etcd member healthy")
-	if err := h.waitNodeReady(ctx, ms, n.Name); err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(etcdHealthWait)
+	deadline := time.Now().Add(max(h.d.o.NodeWait, etcdHealthWait))
 	for {
-		v, err := h.d.etcdState(ctx, ms, h.topo.Masters)
+		view, err = h.clusterView(ctx, ms)
 		if err == nil {
-			if mem, ok := v.member(n); ok && mem.Name != "" && v.Healthy[mem.ID] {
-				note(fmt.Sprintf("etcd member %s started and healthy (%d members)", mem.label(), len(v.Members)))
-				break
+			mem, ok := view.etcd.member(n)
+			switch {
+			case !view.nodes[n.Name].Ready:
+				err = fmt.Errorf("node %s is not Ready", n.Name)
+			case !ok || mem.Name == "" || !view.etcd.Healthy[mem.ID]:
+				err = fmt.Errorf("the etcd member of %s is not started and healthy yet", n.Name)
+			default:
+				note(fmt.Sprintf("etcd member %s started and healthy (%d members)", mem.label(), len(view.etcd.Members)))
+				return joinOutput{Status: r["status"], Role: r["role"], Reset: reset, kubeadmTime: kubeadmTimeOf(r)}, view, nil
 			}
-			err = fmt.Errorf("member of %s not started and healthy yet", n.Name)
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("after joining %s: %w", n.Name, err)
+			return nil, nil, fmt.Errorf("after joining %s: %w", n.Name, err)
 		}
-		if err := sleep(ctx, time.Second); err != nil {
-			return nil, err
-		}
-	}
-	return joinOutput{Status: r["status"], Role: r["role"], Reset: reset, kubeadmTime: kubeadmTimeOf(r)}, nil
-}
-
-// waitNodeReady waits until the node is registered and Ready.
-func (h *hook) waitNodeReady(ctx context.Context, m *session, name string) error {
-	deadline := time.Now().Add(h.d.o.NodeWait)
-	for {
-		nodes, err := h.d.clusterNodes(ctx, m)
-		if err == nil && nodes[name].Ready {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			if err == nil {
-				err = fmt.Errorf("node %s is not Ready", name)
-			}
-			return fmt.Errorf("%w within %v", err, h.d.o.NodeWait)
-		}
-		if err := sleep(ctx, time.Second); err != nil {
-			return err
+		if err := sleep(ctx, cpPoll); err != nil {
+			return nil, nil, err
 		}
 	}
 }
 
 // joinMasters joins the masters one at a time, each only after the one
-// before is Ready and etcd healthy; the first failure stops the others.
-func (h *hook) joinMasters(ctx context.Context, ss *sessions, ms *session, masters []*Node, script []byte, caHash string, force bool) error {
-	for _, n := range masters {
+// before is Ready and etcd healthy (the check after a join is the next
+// one's check before); the first failure stops the others. The
+// control-plane certificates go after the last join. It returns the last
+// check's etcd (nil when no join ran in this call).
+func (h *hook) joinMasters(ctx context.Context, ss *sessions, ms *session, masters []*Node, script []byte, caHash string, force bool, view *cpView) (*etcdView, error) {
+	defer h.dropCerts(ctx, ms)
+	pool := h.tokens
+	if pool == nil {
+		pool = h.newTokenPool(ms, masters)
+		defer pool.finish(ctx)
+	}
+	for i, n := range masters {
+		ran := false
 		if err := h.perNode(ctx, []*Node{n}, 1, "kubeadm join --control-plane", func(ctx context.Context, n *Node) (any, error) {
-			return h.joinControlPlane(ctx, ss, ms, n, script, caHash, force)
+			out, v, err := h.joinControlPlane(ctx, ss, ms, n, script, caHash, force, view, pool, i == len(masters)-1)
+			view, ran = v, true
+			return out, err
 		}); err != nil {
-			return err
+			return nil, err
+		}
+		if !ran {
+			view = nil // done in an earlier run: the next join looks itself
 		}
 	}
-	return nil
+	if view == nil {
+		return nil, nil
+	}
+	return view.etcd, nil
 }
 
 // healMastersStart is heal_start for masters of an HA control plane: the
@@ -452,7 +556,7 @@ func (h *hook) healMastersEnd(ctx context.Context, victims, workers []*Node, bef
 		return err
 	}
 	for _, n := range victims {
-		if err := h.joinMasters(ctx, ss, ms, []*Node{n}, script, hash, force); err != nil {
+		if _, err := h.joinMasters(ctx, ss, ms, []*Node{n}, script, hash, force, nil); err != nil {
 			return err
 		}
 		if h.p.LB.Dedicated() {
@@ -483,7 +587,7 @@ func (h *hook) healMastersEnd(ctx context.Context, victims, workers []*Node, bef
 		h.note(ctx, "etcd is whole again: %d members, all healthy", len(v.Members))
 	}
 	if len(workers) > 0 {
-		return h.joinWorkers(ctx, ss, ms, workers, script, hash)
+		return h.joinWorkers(ctx, ss, ms, workers, script, hash, nil)
 	}
 	return nil
 }

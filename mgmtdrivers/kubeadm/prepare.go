@@ -44,15 +44,24 @@ type preparation struct {
 // prepareNodes starts the preparation of nodes (at most 16 at a time);
 // listed are the nodes /etc/hosts names. The nodes in lean get /etc/hosts
 // and the script only: the first master, whose kubeadm init waits for its
-// preparation, runs the script's preparation as part of the init anyway.
-func (h *hook) prepareNodes(ctx context.Context, ss *sessions, nodes, listed []*Node, script []byte, lean ...*Node) *preparation {
+// preparation, runs the script's preparation as part of the init anyway;
+// the others start once after opens (nil: at once), so that the lean ones
+// have the machines to themselves until then.
+func (h *hook) prepareNodes(ctx context.Context, ss *sessions, nodes, listed []*Node, script []byte, after *gate, lean ...*Node) *preparation {
 	p := &preparation{done: map[string]chan struct{}{}, res: map[string]nodePrep{}, errs: map[string]error{}}
 	for _, n := range nodes {
 		p.done[n.VnfcID] = make(chan struct{})
 	}
 	p.all.Go(func() {
 		remote.ForEach(ctx, nodes, 16, func(ctx context.Context, n *Node) error {
-			r, err := h.prepareNode(ctx, ss, n, listed, script, slices.Contains(lean, n))
+			isLean := slices.Contains(lean, n)
+			if after != nil && !isLean {
+				select {
+				case <-after.c:
+				case <-ctx.Done():
+				}
+			}
+			r, err := h.prepareNode(ctx, ss, n, listed, script, isLean)
 			p.mu.Lock()
 			p.res[n.VnfcID], p.errs[n.VnfcID] = r, err
 			p.mu.Unlock()
@@ -109,11 +118,8 @@ func (h *hook) prepareNode(ctx context.Context, ss *sessions, n *Node, listed []
 	if s == nil {
 		return nodePrep{}, fmt.Errorf("no connection to %s", n.Name)
 	}
-	if err := h.d.writeHosts(ctx, s, listed); err != nil {
+	if err := h.d.writeHostsAndScript(ctx, s, listed, script); err != nil {
 		return nodePrep{}, err
-	}
-	if err := h.d.uploadScript(ctx, s, script); err != nil {
-		return nodePrep{}, fmt.Errorf("uploading the install script to %s: %w", n.Name, err)
 	}
 	if lean || !bytes.Contains(script, []byte("--prepare")) {
 		return nodePrep{}, nil

@@ -45,7 +45,7 @@ setup() {
 		echo "kubectl $*" >>"$STUB_LOG"
 		case " $* " in
 		*" apply -f - "*) cat >>"$STUB_STATE/applied.yaml"; echo "---" >>"$STUB_STATE/applied.yaml" ;;
-		*" get node "*) [ -e "$STUB_STATE/initialized" ] && echo "node/x" ;;
+		*" get node "*) { [ -e "$STUB_STATE/initialized" ] || [ -e "$K8S_INSTALL_ROOT/etc/kubernetes/kubelet.conf" ]; } && echo "node/x" ;;
 		*) exit 0 ;;
 		esac
 	EOF
@@ -339,11 +339,24 @@ result() { grep -E "^VNFM_RESULT $1=" <<<"$output" | head -1 | cut -d= -f2-; }
 	[ "$(result node_name)" = worker-a ]
 	grep -q -- "kubeadm join 10.0.0.80:16443 --token $TOKEN --discovery-token-ca-cert-hash sha256:$HASH --node-name worker-a" "$STUB_LOG"
 	refute_log "--control-plane"
+	# it saw its own Node with the kubelet's credentials
+	[ "$(result node_registered)" = true ]
+	grep -q -- "kubectl --kubeconfig $K8S_INSTALL_ROOT/etc/kubernetes/kubelet.conf get node worker-a -o name" "$STUB_LOG"
 	: >"$STUB_LOG"
 	run bash "$SCRIPT" -w 10.0.0.21 -i 10.0.0.80 -t "$TOKEN" -s "$HASH"
 	[ "$status" -eq 0 ]
 	[ "$(result status)" = already-installed ]
 	refute_log "kubeadm join"
+}
+
+@test "--no-join-token: the main master makes no join token" {
+	run bash "$SCRIPT" -m 10.0.0.11 -i 10.0.0.11 --no-join-token
+	[ "$status" -eq 0 ]
+	[ "$(result status)" = installed ]
+	[ -z "$(result join_token)" ]
+	[ -z "$(result ca_cert_hash)" ]
+	[ "$(result ca_cert_b64 | base64 -d)" = "-----BEGIN CERTIFICATE-----" ]
+	refute_log "kubeadm token create"
 }
 
 @test "kubeadm's own time is reported after an init or a join, not when nothing ran" {

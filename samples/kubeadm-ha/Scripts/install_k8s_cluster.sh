@@ -35,6 +35,9 @@
 #                          environment variables http_proxy, https_proxy, no_proxy)
 #   --token-ttl DURATION   TTL of the join token printed by the main master (default 1h)
 #   --skip-cni             do not apply the CNI manifest
+#   --no-join-token        the main master makes no join token (the caller
+#                          makes its own for each join): no join_token and
+#                          no ca_cert_hash result (ca_cert_b64 has the CA)
 #   --prepare              only prepare the node (proxy settings, packages) and
 #                          report what is there already; no kubeadm, so it can
 #                          run on every node at once before the first master
@@ -63,8 +66,11 @@
 # kubernetes_version, cni; after a kubeadm init or join also kubeadm_started
 # (Unix time) and kubeadm_seconds (how long kubeadm itself ran, the rest is
 # this script's and the driver's); on the main master also api_endpoint
-# (https://host:port), join_token, ca_cert_hash, ca_cert_b64 (base64 of ca.crt
-# on one line) and, for HA, certificate_key; with --prepare, kubelet_conf
+# (https://host:port), join_token, ca_cert_hash (both not with
+# --no-join-token), ca_cert_b64 (base64 of ca.crt on one line) and, for HA,
+# certificate_key; after a worker's join node_registered (true|false: its
+# Node object appeared within 10 s, asked with the kubelet's credentials);
+# with --prepare, kubelet_conf
 # (present|absent: the node holds a kubelet.conf, it joined or began to) and
 # control_plane (present|absent: static pod manifests of a control plane);
 # on failure also error. Exit status is 0 only on success.
@@ -93,7 +99,7 @@ OS_RELEASE="${K8S_INSTALL_OS_RELEASE:-/etc/os-release}"
 PROG=install_k8s_cluster.sh
 MASTERS="" WORKER="" ENDPOINT="" POD_CIDR="192.168.0.0/16" SVC_CIDR="10.96.0.0/12"
 TOKEN="" CA_HASH="" CERT_KEY="" API_PORT="" NODE_NAME="" NODE_IP="" CP_JOIN=0
-TOKEN_TTL="1h" SKIP_CNI=0 LOGFILE="" STANDIN=0 ROLE="" ETCD_SANS="" CNI=calico KURYR_CONFIG=""
+TOKEN_TTL="1h" SKIP_CNI=0 NO_JOIN_TOKEN=0 LOGFILE="" STANDIN=0 ROLE="" ETCD_SANS="" CNI=calico KURYR_CONFIG=""
 PREPARE=0 KUBEADM_STARTED="" KUBEADM_SECONDS=""
 MASTER_IPS=()
 HTTP_PROXY_V="${http_proxy:-${HTTP_PROXY:-}}"
@@ -144,6 +150,7 @@ parse_args() {
 		--no-proxy) need_arg "$@"; NO_PROXY_V=$2; shift 2 ;;
 		--token-ttl) need_arg "$@"; TOKEN_TTL=$2; shift 2 ;;
 		--skip-cni) SKIP_CNI=1; shift ;;
+		--no-join-token) NO_JOIN_TOKEN=1; shift ;;
 		--prepare) PREPARE=1; shift ;;
 		--etcd-cert-sans) need_arg "$@"; ETCD_SANS=$2; shift 2 ;;
 		--cni) need_arg "$@"; CNI=$2; shift 2 ;;
@@ -614,11 +621,13 @@ main_master() {
 	copy_kubeconfig
 	apply_cni
 	wait_node
-	local join token hash key=""
-	join=$(as_root kubeadm token create --ttl "$TOKEN_TTL" --print-join-command) || fail "kubeadm token create failed"
-	token=$(grep -oE -- '--token [^ ]+' <<<"$join" | cut -d' ' -f2)
-	hash=$(grep -oE -- '--discovery-token-ca-cert-hash [^ ]+' <<<"$join" | cut -d' ' -f2)
-	[[ -n $token && -n $hash ]] || fail "cannot parse the join command: $join"
+	local join token="" hash="" key=""
+	if [[ $NO_JOIN_TOKEN -eq 0 ]]; then
+		join=$(as_root kubeadm token create --ttl "$TOKEN_TTL" --print-join-command) || fail "kubeadm token create failed"
+		token=$(grep -oE -- '--token [^ ]+' <<<"$join" | cut -d' ' -f2)
+		hash=$(grep -oE -- '--discovery-token-ca-cert-hash [^ ]+' <<<"$join" | cut -d' ' -f2)
+		[[ -n $token && -n $hash ]] || fail "cannot parse the join command: $join"
+	fi
 	if [[ ${#MASTER_IPS[@]} -gt 1 ]]; then
 		# kubeadm init --upload-certs printed the key of the certificates it
 		# uploaded; a master initialised before uploads them again.
@@ -630,8 +639,8 @@ main_master() {
 	fi
 	results "$status"
 	result api_endpoint "https://$endpoint"
-	result join_token "$token"
-	result ca_cert_hash "$hash"
+	[[ -z $token ]] || result join_token "$token"
+	[[ -z $hash ]] || result ca_cert_hash "$hash"
 	[[ -z $key ]] || result certificate_key "$key"
 	result ca_cert_b64 "$(as_root base64 -w0 "$ETC_K8S/pki/ca.crt")"
 }
@@ -659,6 +668,22 @@ join_node() {
 	grep -q "This node has joined the cluster" <<<"$out" || fail "kubeadm join did not report success"
 	[[ $ROLE != control-plane ]] || copy_kubeconfig
 	results installed
+	if [[ $ROLE == worker ]]; then
+		result node_registered "$(node_registered && echo true || echo false)"
+	fi
+}
+
+# node_registered waits (at most 10 s) until this node's Node object exists,
+# asking with the kubelet's own credentials (the Node authorizer lets a
+# kubelet read its own Node): the caller then needs no round trip to a
+# master to see the join through.
+node_registered() {
+	local i
+	for i in $(seq 1 40); do
+		if as_root kubectl --kubeconfig "$ETC_K8S/kubelet.conf" get node "$NODE_NAME" -o name >/dev/null 2>&1; then return 0; fi
+		sleep 0.25
+	done
+	return 1
 }
 
 results() {

@@ -1,0 +1,264 @@
+package kubeadm
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/remote"
+)
+
+// Bootstrap tokens: every join gets a token of its own, deleted after it.
+// They are made in one round trip for all the joins of a hook (a
+// `kubeadm token create` per join was a process each on the first master,
+// beside the control-plane joins there) as the bootstrap token Secrets
+// kubeadm itself writes (kube-system/bootstrap-token-<id>, type
+// bootstrap.kubernetes.io/token, authentication and signing usages, the
+// group of kubeadm's default node token), and deleted in one round trip.
+
+const (
+	tokenIDChars   = "abcdefghijklmnopqrstuvwxyz0123456789"
+	bootstrapGroup = "system:bootstrappers:kubeadm:default-node-token"
+	expiryMark     = "__MINI_VNFM_EXPIRY__"
+)
+
+// newToken returns a random bootstrap token ([a-z0-9]{6}.[a-z0-9]{16}).
+func newToken() string {
+	b := make([]byte, 22)
+	buf := make([]byte, 1)
+	for i := range b {
+		for {
+			_, _ = rand.Read(buf)
+			// 252 = 7 × 36: no modulo bias.
+			if buf[0] < 252 {
+				b[i] = tokenIDChars[int(buf[0])%len(tokenIDChars)]
+				break
+			}
+		}
+	}
+	return string(b[:6]) + "." + string(b[6:])
+}
+
+// tokenSecrets renders the bootstrap token Secrets; the expiry is left as
+// expiryMark for the master to fill in with its own clock.
+func tokenSecrets(toks map[string]string, order []string, desc map[string]string) string {
+	var b strings.Builder
+	for _, name := range order {
+		id, secret, _ := strings.Cut(toks[name], ".")
+		fmt.Fprintf(&b, `apiVersion: v1
+kind: Secret
+type: bootstrap.kubernetes.io/token
+metadata:
+  name: bootstrap-token-%s
+  namespace: kube-system
+stringData:
+  description: %s
+  token-id: %s
+  token-secret: %s
+  expiration: %s
+  usage-bootstrap-authentication: "true"
+  usage-bootstrap-signing: "true"
+  auth-extra-groups: %s
+---
+`, id, strconv.Quote(desc[name]), id, secret, expiryMark, bootstrapGroup)
+	}
+	return b.String()
+}
+
+// mintTokensScript creates the Secrets of stdin with the expiry now + $1
+// seconds by the master's clock (the API server's). kubectl create, not
+// apply (no read per object), without client-side validation (no OpenAPI
+// download). Tokens a failed attempt created already are fine.
+const mintTokensScript = `set -eu
+exp=$(date -u -d "@$(( $(date +%s) + $1 ))" +%Y-%m-%dT%H:%M:%SZ)
+if err=$(sed "s/` + expiryMark + `/$exp/" | kubectl --kubeconfig ` + adminConf + ` create --validate=false -f - 2>&1 >/dev/null); then
+	exit 0
+fi
+if printf '%s\n' "$err" | grep -q -v AlreadyExists; then
+	printf '%s\n' "$err" >&2
+	exit 1
+fi`
+
+// tokenPool hands out one bootstrap token per joining node. The tokens
+// are generated at once (their ids are known before they exist, so a
+// clean-up can spare them) and created on the first get, all together.
+type tokenPool struct {
+	d     *Driver
+	ms    *session
+	ttl   time.Duration
+	order []string          // node names
+	toks  map[string]string // by node name
+	desc  map[string]string
+
+	mu      sync.Mutex
+	created bool
+	dropped bool
+	pending int  // joins that may still need their token
+	certs   bool // drop deletes the uploaded control-plane certificates too
+	bg      *sync.WaitGroup
+}
+
+// newTokenPool generates the tokens of nodes' joins (created on ms, the
+// first get).
+func (h *hook) newTokenPool(ms *session, nodes []*Node) *tokenPool {
+	p := &tokenPool{d: h.d, ms: ms, ttl: h.p.JoinTokenTTL, toks: map[string]string{}, desc: map[string]string{}, pending: len(nodes), bg: &sync.WaitGroup{}}
+	for _, n := range nodes {
+		p.order = append(p.order, n.Name)
+		p.toks[n.Name] = newToken()
+		what := "join"
+		if n.Role == Master {
+			what = "control-plane join"
+		}
+		p.desc[n.Name] = "mini-VNFM " + what + " of " + n.Name + " (op " + h.op.ID + ")"
+		ms.x.AddSecrets(p.toks[n.Name])
+	}
+	return p
+}
+
+// prefetch creates the tokens in the background now, so that the first
+// join finds them made (a failure is tried again by get).
+func (p *tokenPool) prefetch(ctx context.Context) {
+	if len(p.order) == 0 {
+		return
+	}
+	first := &Node{Name: p.order[0]}
+	p.bg.Go(func() { _, _ = p.get(ctx, first) })
+}
+
+// ids are the pool's token ids.
+func (p *tokenPool) ids() []string {
+	var out []string
+	for _, name := range p.order {
+		id, _, _ := strings.Cut(p.toks[name], ".")
+		out = append(out, id)
+	}
+	return out
+}
+
+// get returns n's token, creating all the pool's tokens first if they do
+// not exist yet.
+func (p *tokenPool) get(ctx context.Context, n *Node) (string, error) {
+	tok, ok := p.toks[n.Name]
+	if !ok {
+		return "", fmt.Errorf("no bootstrap token was planned for %s", n.Name)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.created {
+		cmd := remote.Command("sh", "-c", mintTokensScript, "mint-tokens", strconv.Itoa(int(p.ttl.Seconds())))
+		if _, err := p.ms.x.Run(ctx, cmd, p.d.sudo(remote.RunOpts{Stdin: strings.NewReader(tokenSecrets(p.toks, p.order, p.desc))})); err != nil {
+			return "", fmt.Errorf("creating %d bootstrap tokens on %s: %w", len(p.order), p.ms.node.Name, err)
+		}
+		p.created = true
+	}
+	return tok, nil
+}
+
+// used says that n's join no longer needs its token (its kubeadm join
+// ended, or it will not run); once no join needs one, the tokens are
+// deleted in the background (finish waits for that).
+func (p *tokenPool) used(ctx context.Context, n *Node) {
+	if _, ok := p.toks[n.Name]; !ok {
+		return
+	}
+	p.mu.Lock()
+	p.pending--
+	last := p.pending == 0
+	p.mu.Unlock()
+	if last {
+		ctx = context.WithoutCancel(ctx)
+		p.bg.Go(func() { p.drop(ctx) })
+	}
+}
+
+// finish deletes the tokens if that has not happened yet (joins skipped as
+// done in an earlier run never say used) and waits for the deletion.
+func (p *tokenPool) finish(ctx context.Context) {
+	if p == nil {
+		return
+	}
+	p.drop(context.WithoutCancel(ctx))
+	p.bg.Wait()
+}
+
+// alsoDropCerts makes drop delete the uploaded control-plane certificates
+// too (one round trip for both clean-ups); false when drop ran already.
+func (p *tokenPool) alsoDropCerts() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dropped {
+		return false
+	}
+	p.certs = true
+	return true
+}
+
+// dropScript deletes the Secrets named by the arguments (the tokens) and,
+// with $1 = 1, the uploaded control-plane certificates with the token
+// kubeadm made to own them.
+const dropScript = `set -eu
+kc="kubectl --kubeconfig ` + adminConf + ` -n kube-system"
+certs=$1
+shift
+if [ "$certs" = 1 ]; then
+	set -- "$@" kubeadm-certs $($kc get secret kubeadm-certs --ignore-not-found -o 'jsonpath={.metadata.ownerReferences[*].name}')
+fi
+[ $# -eq 0 ] || $kc delete secret --ignore-not-found "$@" >/dev/null`
+
+// drop deletes the pool's tokens (best effort: they expire anyway).
+func (p *tokenPool) drop(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dropped || (!p.created && !p.certs) {
+		return
+	}
+	p.dropped = true
+	certs := "0"
+	if p.certs {
+		certs = "1"
+	}
+	args := []string{"-c", dropScript, "drop-tokens", certs}
+	if p.created {
+		for _, id := range p.ids() {
+			args = append(args, "bootstrap-token-"+id)
+		}
+	}
+	if _, err := p.ms.x.Run(ctx, remote.Command("sh", args...), p.d.sudo(remote.RunOpts{})); err != nil {
+		p.ms.log.Warn("could not delete the used bootstrap tokens (or the uploaded certificates); they expire on their own", "tokenIds", strings.Join(p.ids(), ","), "err", err)
+	}
+}
+
+// deleteOtherTokensScript deletes every bootstrap token but those whose ids
+// are the arguments and the one the uploaded control-plane certificates
+// belong to (kubeadm-certs is owned by a token without usages that kubeadm
+// made for its 2 h lifetime: deleting it deletes the certificates), in one
+// session: the tokens never leave the node.
+const deleteOtherTokensScript = `set -eu
+kc="kubectl --kubeconfig ` + adminConf + ` -n kube-system"
+owners=$($kc get secret kubeadm-certs --ignore-not-found -o 'jsonpath={.metadata.ownerReferences[*].name}')
+del=""
+for s in $($kc get secrets --field-selector type=bootstrap.kubernetes.io/token -o name); do
+	keep=0
+	for id in "$@"; do
+		if [ "$s" = "secret/bootstrap-token-$id" ]; then keep=1; fi
+	done
+	for o in $owners; do
+		if [ "$s" = "secret/$o" ]; then keep=1; fi
+	done
+	if [ $keep = 0 ]; then del="$del $s"; fi
+done
+if [ -n "$del" ]; then $kc delete --ignore-not-found $del >/dev/null; fi`
+
+// deleteOtherTokens removes every bootstrap token but keep's (right after
+// kubeadm init: its default 24 h token and the install script's), best
+// effort.
+func (d *Driver) deleteOtherTokens(ctx context.Context, m *session, keep []string) {
+	cmd := remote.Command("sh", append([]string{"-c", deleteOtherTokensScript, "delete-tokens"}, keep...)...)
+	if _, err := m.x.Run(ctx, cmd, d.sudo(remote.RunOpts{})); err != nil {
+		m.log.Warn("could not delete the bootstrap tokens kubeadm init made; they expire on their own", "err", err)
+	}
+}
