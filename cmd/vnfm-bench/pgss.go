@@ -125,9 +125,10 @@ func (b *bench) pgssWrite(phase string, ops int64, unit string) {
 		if i == pgssTop {
 			break
 		}
+		// Its head and its tail: column lists are long, the WHERE says which statement it is.
 		q := s.query
-		if len(q) > 240 {
-			q = q[:240] + "…"
+		if r := []rune(q); len(r) > 300 {
+			q = string(r[:150]) + " … " + string(r[len(r)-150:])
 		}
 		fmt.Fprintf(tw, "%.2f\t%.3f\t%.0f\t%.1f\t  %s\n", float64(s.calls)/n, (s.exec+s.plan)/n,
 			1000*(s.exec+s.plan)/float64(s.calls), float64(s.rows)/float64(s.calls), q)
