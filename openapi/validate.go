@@ -158,8 +158,9 @@ func (v *RequestValidator) Validate(ctx context.Context, r *http.Request) error 
 
 	if rb := route.Operation.RequestBody; rb != nil && rb.Value != nil && hasBody {
 		// Report broken JSON in our own words, with the byte offset.
-		var probe any
-		if err := json.Unmarshal(body, &probe); err != nil {
+		if !json.Valid(body) {
+			var probe any
+			err := json.Unmarshal(body, &probe)
 			return newRequestError([]string{"request body: " + describeJSONError(err)})
 		}
 		if rb.Value.Content.Get(vreq.Header.Get("Content-Type")) == nil {

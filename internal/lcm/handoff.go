@@ -4,24 +4,24 @@ import (
 	"sync"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
-	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
 
 // handoff carries what accepting an operation read to its first run in this
-// process: the instance as the transaction that created the op occurrence
-// read it, locked (store.OpOcc.CreatedFrom: nothing changes it before the
-// operation does), and the VNFD the request was checked against. That run
-// reads neither again. A run in another process, a resumed run, or one that
-// claims the operation before accept handed it over reads both from the
-// database as before.
+// process: the instance, opened, when it is the version the transaction that
+// created the op occurrence read, locked (store.OpOcc.CreatedFrom: nothing
+// changes it before the operation does), and the VNFD the request was
+// checked against. That run reads, decrypts and decodes neither again. A run
+// in another process, a resumed run, or one that claims the operation before
+// accept handed it over reads both from the database as before.
 type handoff struct {
 	mu       sync.Mutex
 	cur, old map[string]handed // two generations bound what is never taken
 }
 
 type handed struct {
-	in   *store.Instance
-	vnfd *model.Vnfd
+	in    *model.VnfInstance // opened: secrets in the clear; the run's to change
+	plain []byte             // in's JSON, for the values to scrub
+	vnfd  *model.Vnfd
 }
 
 // handoffGeneration bounds one generation: operations accepted here and run

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
 )
 
 // A handed-over instance is taken once; what nobody takes is dropped after
 // two generations, so operations run by other processes cost no memory.
 func TestHandoffTakesOnceAndForgets(t *testing.T) {
 	var h handoff
-	in := &store.Instance{}
+	in := &model.VnfInstance{}
 	h.put("a", handed{in: in})
 	if v, ok := h.take("a"); !ok || v.in != in {
 		t.Fatalf("take a: %v %v", v, ok)

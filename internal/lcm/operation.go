@@ -112,11 +112,13 @@ func (s *Service) accept(ctx context.Context, o *operation, instID string, raw [
 	if err != nil {
 		return nil, err
 	}
-	opened, err := s.openInstance(&in.VnfInstance)
+	opened, plain, err := s.openInstance(&in.VnfInstance)
 	if err != nil {
 		return nil, err
 	}
-	a := &accepting{stored: in, Accept: driverapi.Accept{Operation: o.name, Request: req, Instance: opened, Vnfd: vnfd,
+	// The checks see a copy: opened stays as read, for the run (handoff).
+	view := *opened
+	a := &accepting{stored: in, Accept: driverapi.Accept{Operation: o.name, Request: req, Instance: &view, Vnfd: vnfd,
 		Flavour: flavourOf(in, vnfd), Package: &pkgFiles{st: s.st, pkgID: in.VnfPkgID}, Vims: s.vims}}
 	if o.check != nil {
 		if err := o.check(ctx, s, a); err != nil {
@@ -153,10 +155,10 @@ func (s *Service) accept(ctx context.Context, o *operation, instID string, raw [
 	if err != nil {
 		return nil, err
 	}
-	// The VNFD was read with the instance before the op's transaction: a
-	// modify that completed meanwhile may have changed the instance's.
-	if locked := op.CreatedFrom(); locked != nil && vnfd != nil && locked.VnfdID == vnfd.ID {
-		s.handed.put(op.ID, handed{in: locked, vnfd: vnfd})
+	// The instance and VNFD were read before the op's transaction: an
+	// operation that completed meanwhile may have changed them.
+	if locked := op.CreatedFrom(); locked != nil && locked.Version == in.Version && vnfd != nil && locked.VnfdID == vnfd.ID {
+		s.handed.put(op.ID, handed{in: opened, plain: plain, vnfd: vnfd})
 	}
 	return op, nil
 }

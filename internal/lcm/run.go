@@ -367,12 +367,9 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	}
 	fresh := w.Instance == nil
 	var pkg *model.Package
+	var plain []byte // w.Instance's JSON
 	if h, ok := svc.handed.take(r.op.ID); ok && fresh && r.op.Attempts == 1 {
-		opened, err := svc.openInstance(&h.in.VnfInstance)
-		if err != nil {
-			return nil, nil, err
-		}
-		w.Instance, pkg = opened, &model.Package{Vnfd: h.vnfd}
+		w.Instance, plain, pkg = h.in, h.plain, &model.Package{Vnfd: h.vnfd}
 	} else if fresh {
 		in, p, err := svc.st.InstanceAndPackage(ctx, r.op.VnfInstanceID)
 		if err != nil {
@@ -381,14 +378,14 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 		if p == nil {
 			return nil, nil, fmt.Errorf("VNF package of vnfdId %s: %w", in.VnfdID, store.ErrNotFound)
 		}
-		opened, err := svc.openInstance(&in.VnfInstance)
-		if err != nil {
+		if w.Instance, plain, err = svc.openInstance(&in.VnfInstance); err != nil {
 			return nil, nil, err
 		}
-		w.Instance, pkg = opened, p
+		pkg = p
+	} else {
+		plain, _ = json.Marshal(w.Instance)
 	}
-	b, _ := json.Marshal(w.Instance)
-	r.secrets = append(r.secrets, secrets.ValuesJSON(b)...)
+	r.secrets = append(r.secrets, secrets.ValuesJSON(plain)...)
 	if pkg == nil {
 		if pkg, err = svc.st.PackageByVnfdID(ctx, w.Instance.VnfdID); err != nil {
 			return nil, nil, fmt.Errorf("VNF package of vnfdId %s: %w", w.Instance.VnfdID, err)

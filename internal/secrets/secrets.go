@@ -290,10 +290,14 @@ func (b *Box) SealJSON(raw []byte, p Place) ([]byte, error) {
 	return transformJSON(raw, func(v any) (any, error) { return b.SealDoc(v, p) })
 }
 
+// HasSealed reports whether a raw JSON document may hold a sealed value
+// (false: it holds none).
+func HasSealed(raw []byte) bool { return bytes.Contains(raw, []byte("enc:v")) }
+
 // OpenJSON opens a raw JSON document sealed by SealJSON at p. A document
 // without a sealed value is returned as it is.
 func (b *Box) OpenJSON(raw []byte, p Place) ([]byte, error) {
-	if !bytes.Contains(raw, []byte("enc:v")) && json.Valid(raw) {
+	if !HasSealed(raw) && json.Valid(raw) {
 		return raw, nil
 	}
 	return transformJSON(raw, func(v any) (any, error) { return b.OpenDoc(v, p) })
