@@ -296,8 +296,7 @@ func (n *Notifier) auth(sub *store.Subscription) (*Authentication, error) {
 }
 
 func (n *Notifier) send(ctx context.Context, sub *store.Subscription, auth *Authentication, d store.Delivery) error {
-	payload := lccn.Payload(d.Event, d.NotificationID, sub.ID, n.cfg.BaseURL, d.CreatedAt)
-	b, err := json.Marshal(secrets.MaskDoc(payload))
+	b, err := render(d.Event, d.NotificationID, sub.ID, n.cfg.BaseURL, d.CreatedAt)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,61 @@
+package notify
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/lccn"
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
+)
+
+// render sends exactly what masking the payload map and encoding it sent:
+// same members, same order, same masking, for every kind of notification.
+func TestRenderIsTheMaskedPayload(t *testing.T) {
+	inst := lccn.Instance{ID: "6f1e2d3c-0000-4000-8000-000000000001", Name: "k8s <&>"}
+	// As the notifier reads it: decoded from the outbox's JSON.
+	var full model.VnfLcmOpOcc
+	if err := json.Unmarshal([]byte(`{"id":"op-1","operationState":"COMPLETED","operation":"INSTANTIATE",
+		"resourceChanges":{"affectedVnfcs":[{"id":"c1","vduId":"master","changeType":"ADDED",
+			"computeResource":{"resourceId":"srv-1"},"metadata":{"password":"kept-as-before","n":1}}],
+			"affectedVirtualLinks":[{"id":"vl","token":"t-123"}],"affectedVirtualStorages":[{"id":"st"}]},
+		"changedInfo":{"vnfInstanceName":"new","metadata":{"db_password":"p-456","list":[{"apiKey":"k-789"},"x"]},"n":2.5},
+		"changedExtConnectivity":[{"id":"ext","resourceHandle":{"resourceId":"net-1"}}],
+		"error":{"status":500,"title":"failed","detail":"step x: <boom> & more"}}`), &full); err != nil {
+		t.Fatal(err)
+	}
+	empty := model.VnfLcmOpOcc{ID: "op-2", OperationState: "FAILED_TEMP", ResourceChanges: &model.ResourceChanges{}, ChangedInfo: map[string]any{}}
+	events := map[string]lccn.Event{
+		"creation": {Type: lccn.TypeCreation, Instance: inst},
+		"deletion": {Type: lccn.TypeDeletion, Instance: inst},
+		"start":    {Type: lccn.TypeOpOcc, Instance: inst, OpOccID: "op-1", Operation: "INSTANTIATE", OperationState: "STARTING", Op: &full},
+		"result":   {Type: lccn.TypeOpOcc, Instance: inst, OpOccID: "op-1", Operation: "INSTANTIATE", OperationState: "COMPLETED", Op: &full, IsAutomaticInvocation: true},
+		"empty":    {Type: lccn.TypeOpOcc, Instance: inst, OpOccID: "op-2", Operation: "SCALE", OperationState: "FAILED_TEMP", Op: &empty},
+		"no op":    {Type: lccn.TypeOpOcc, Instance: inst, OpOccID: "op-3", Operation: "HEAL", OperationState: "ROLLED_BACK"},
+		"blank":    {Type: lccn.TypeOpOcc},
+	}
+	at := time.Date(2026, 11, 26, 16, 0, 0, 123456789, time.FixedZone("x", 3600))
+	for name, e := range events {
+		t.Run(name, func(t *testing.T) {
+			want, err := json.Marshal(secrets.MaskDoc(lccn.Payload(e, "n-1", "s-1", "https://vnfm.example:9890", at)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := render(e, "n-1", "s-1", "https://vnfm.example:9890", at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("render:\n%s\nmasked payload:\n%s", got, want)
+			}
+		})
+	}
+	got, _ := render(events["result"], "n-1", "s-1", "", at)
+	for _, secret := range []string{"p-456", "k-789"} {
+		if bytes.Contains(got, []byte(secret)) {
+			t.Fatalf("changedInfo's secret %s sent: %s", secret, got)
+		}
+	}
+}
