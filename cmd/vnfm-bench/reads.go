@@ -125,7 +125,9 @@ func (b *bench) reads() error {
 	m0, a0, allocsOK := b.vnfmAllocs()
 	meter := startCPU(b.vnfmPID, b.pgPID)
 	waitProfile := b.profile("reads-cpu", b.o.readFor-time.Second)
+	stopSelf := b.profileSelf("reads-clients-cpu")
 	rate, lats, err := get(b.o.readFor, true)
+	stopSelf()
 	cpu := meter.stop()
 	if b.pgss {
 		time.Sleep(statsSettle) // the table counters are published

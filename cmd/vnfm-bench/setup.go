@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -276,5 +277,27 @@ func (b *bench) saveAllocs(name string) {
 	defer f.Close()
 	if _, err := io.Copy(f, res.Body); err != nil {
 		logf("allocation profile: %v", err)
+	}
+}
+
+// profileSelf saves a CPU profile of the bench process itself (its clients)
+// from now until stop is called (-profile only).
+func (b *bench) profileSelf(name string) (stop func()) {
+	if !b.o.profile {
+		return func() {}
+	}
+	f, err := os.Create(b.prefix + "-" + name + ".pprof")
+	if err != nil {
+		logf("profile %s: %v", name, err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil { // one at a time: fails if another runs
+		logf("profile %s: %v", name, err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }

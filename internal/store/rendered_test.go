@@ -11,6 +11,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
@@ -129,5 +130,68 @@ func TestRenderedInstanceDocFollowsEveryChange(t *testing.T) {
 
 	if _, err := st.GetInstanceDoc(ctx, uuid.NewString()); err != store.ErrNotFound {
 		t.Fatalf("unknown instance: %v", err)
+	}
+}
+
+// GET's read decodes the row itself over the protocol (a prepared statement,
+// binary columns); it reads what pgx's query path reads, which serves a
+// database URL that asks for no prepared statements.
+func TestInstanceDocReadPaths(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDB(t)
+	st, err := store.Open(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	plain, err := store.Open(ctx, url+sep+"default_query_exec_mode=exec", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plain.Close)
+	id := newInstance(t, st, "paths")
+	if _, err := st.Pool().Exec(ctx, `UPDATE vnf_instances SET updated_at = '2031-02-03 04:05:06.789012+00' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	var want *store.InstanceDoc
+	for i, tc := range []struct {
+		name string
+		st   *store.Store
+		id   string
+	}{
+		{"prepared, rendering the changed row", st, id},
+		{"prepared", st, id},
+		{"prepared, upper-case id", st, strings.ToUpper(id)},
+		{"pgx query path", plain, id},
+		{"pgx query path, upper-case id", plain, strings.ToUpper(id)},
+	} {
+		d, err := tc.st.GetInstanceDoc(ctx, tc.id)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if i == 0 {
+			want = d
+			if d.ID != id || d.InstantiationState != model.NotInstantiated || d.Version != 1 ||
+				!d.UpdatedAt.Equal(time.Date(2031, 2, 3, 4, 5, 6, 789012000, time.UTC)) || !strings.Contains(string(d.Doc), `"id":"`+id+`"`) {
+				t.Fatalf("%s: read %s %s version %d updated %v: %s", tc.name, d.ID, d.InstantiationState, d.Version, d.UpdatedAt, d.Doc)
+			}
+			continue
+		}
+		if d.ID != want.ID || d.InstantiationState != want.InstantiationState || d.Version != want.Version ||
+			!d.UpdatedAt.Equal(want.UpdatedAt) || !bytes.Equal(d.Doc, want.Doc) {
+			t.Errorf("%s: read %s %s %d %v %s, want %s %s %d %v %s", tc.name, d.ID, d.InstantiationState, d.Version, d.UpdatedAt, d.Doc,
+				want.ID, want.InstantiationState, want.Version, want.UpdatedAt, want.Doc)
+		}
+	}
+	for _, s := range []*store.Store{st, plain} {
+		for _, missing := range []string{uuid.NewString(), "not-a-uuid", ""} {
+			if _, err := s.GetInstanceDoc(ctx, missing); err != store.ErrNotFound {
+				t.Errorf("GetInstanceDoc(%q): %v, want ErrNotFound", missing, err)
+			}
+		}
 	}
 }

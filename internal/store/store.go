@@ -33,6 +33,9 @@ type Store struct {
 	pool  *pgxpool.Pool
 	log   *slog.Logger
 	vnfds vnfdCache
+	// prepare: the URL leaves pgx's default mode (prepared statements), so
+	// GET's read may prepare its own (readDoc).
+	prepare bool
 }
 
 // Open connects to url. Sessions run in UTC so rendered timestamps are stable.
@@ -56,7 +59,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, log: log}, nil
+	return &Store{pool: pool, log: log, prepare: cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement}, nil
 }
 
 // Close closes the pool.
