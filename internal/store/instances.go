@@ -173,18 +173,7 @@ func writeInstance(ctx context.Context, tx pgx.Tx, in *model.VnfInstance) error 
 // with the document GET serves rendered here, once per change, for the
 // version this update makes.
 func instanceUpdate(in *model.VnfInstance) (string, []any, error) {
-	vals := make([][]byte, 0, 5)
-	for _, v := range []any{in.VnfConfigurableProperties, in.VimConnectionInfo, in.InstantiatedVnfInfo, in.Metadata, in.Extensions} {
-		b, err := jsonOrNull(v)
-		if err != nil {
-			return "", nil, err
-		}
-		vals = append(vals, b)
-	}
-	if in.InstantiatedVnfInfo == nil {
-		vals[2] = nil
-	}
-	doc, err := renderRow(in, vals)
+	args, err := instanceUpdateArgs(in)
 	if err != nil {
 		return "", nil, err
 	}
@@ -193,9 +182,29 @@ func instanceUpdate(in *model.VnfInstance) (string, []any, error) {
 		instantiation_state=$10, vnf_configurable_properties=$11, vim_connection_info=$12,
 		instantiated_vnf_info=$13, metadata=$14, extensions=$15, version=version+1, updated_at=now(),
 		rendered_doc=$16, rendered_version=version+1, rendered_rev=$17
-		WHERE id=$1`, []any{in.ID, nullable(in.VnfInstanceName), nullable(in.VnfInstanceDescription), in.VnfdID,
-			nullable(in.VnfPkgID), in.VnfProvider, in.VnfProductName, in.VnfSoftwareVersion, in.VnfdVersion,
-			in.InstantiationState, vals[0], vals[1], vals[2], vals[3], vals[4], doc, RenderRev()}, nil
+		WHERE id=$1`, args, nil
+}
+
+// instanceUpdateArgs are instanceUpdate's $1..$17.
+func instanceUpdateArgs(in *model.VnfInstance) ([]any, error) {
+	vals := make([][]byte, 0, 5)
+	for _, v := range []any{in.VnfConfigurableProperties, in.VimConnectionInfo, in.InstantiatedVnfInfo, in.Metadata, in.Extensions} {
+		b, err := jsonOrNull(v)
+		if err != nil {
+			return nil, err
+		}
+		vals = append(vals, b)
+	}
+	if in.InstantiatedVnfInfo == nil {
+		vals[2] = nil
+	}
+	doc, err := renderRow(in, vals)
+	if err != nil {
+		return nil, err
+	}
+	return []any{in.ID, nullable(in.VnfInstanceName), nullable(in.VnfInstanceDescription), in.VnfdID,
+		nullable(in.VnfPkgID), in.VnfProvider, in.VnfProductName, in.VnfSoftwareVersion, in.VnfdVersion,
+		in.InstantiationState, vals[0], vals[1], vals[2], vals[3], vals[4], doc, RenderRev()}, nil
 }
 
 // DeleteInstance deletes a NOT_INSTANTIATED instance that has no unfinished

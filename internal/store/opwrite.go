@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -124,12 +125,12 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return err
 		}
-		// Round trip 2: the journal, a few multi-row statements for the whole
-		// group, then each finish.
+		// Round trip 2: the journal and the finishes, a few multi-row
+		// statements for the whole group.
 		var jb journalBatch
-		finished := map[string]bool{} // the lease ended earlier in the group
+		ended := map[string]bool{} // the lease ended earlier in the group
 		for i, w := range ws {
-			if finished[w.OpOccID] || !held[opOwner{w.OpOccID, w.Owner}] {
+			if ended[w.OpOccID] || !held[opOwner{w.OpOccID, w.Owner}] {
 				out[i].Err = ErrLeaseLost
 				continue
 			}
@@ -137,43 +138,23 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 				jb.add(j)
 			}
 			if w.Finish != nil {
-				finished[w.OpOccID] = true
+				ended[w.OpOccID] = true
 			}
 		}
 		b = pgx.Batch{}
 		jb.queue(&b)
+		// The finishes, one statement for the instances and one for the op
+		// rows, whatever their number.
+		var fb finishBatch
 		for i, w := range ws {
-			f := w.Finish
-			if f == nil || out[i].Err != nil {
-				continue
-			}
-			if f.Instance != nil {
-				q, args, err := instanceUpdate(f.Instance)
-				if err != nil {
+			if w.Finish != nil && out[i].Err == nil {
+				if err := fb.add(w, fargs[i].perr, fargs[i].rc, fargs[i].ci, fargs[i].cec); err != nil {
 					return err
 				}
-				b.Queue(q, args...).Exec(func(tag pgconn.CommandTag) error {
-					if tag.RowsAffected() == 0 {
-						return fmt.Errorf("store: VNF instance %s: %w", f.Instance.ID, ErrNotFound)
-					}
-					return nil
-				})
 			}
-			a := fargs[i]
-			b.Queue(`UPDATE vnf_lcm_op_occs SET operation_state=$3, state_entered_time=clock_timestamp(),
-				error=$4, resource_changes=$5, changed_info=$6, changed_ext_connectivity=$7,
-				is_cancel_pending=false, lease_owner=NULL, lease_until=NULL,
-				work = CASE WHEN $8 THEN work ELSE NULL END
-				WHERE id=$1 AND lease_owner=$2 RETURNING `+opCols, w.OpOccID, w.Owner, f.State, a.perr, a.rc, a.ci, a.cec, f.KeepWork).
-				QueryRow(func(row pgx.Row) error {
-					op, err := scanOp(row)
-					if errors.Is(err, ErrNotFound) {
-						return errors.New("store: a fenced op row lost its lease") // cannot happen: it is locked
-					}
-					out[i].Op = op
-					return err
-				})
 		}
+		finished := map[string]*OpOcc{}
+		fb.queue(&b, finished)
 		if b.Len() > 0 {
 			if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 				return err
@@ -182,26 +163,32 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 		if !anyFinish {
 			return nil
 		}
-		// The notifications of the ends, committed with them.
-		var nb pgx.Batch
-		for i := range ws {
-			op := out[i].Op
-			if op == nil || out[i].Err != nil {
+		// The notifications of the ends, committed with them, in one statement.
+		var ob outboxBatch
+		for i, w := range ws {
+			if w.Finish == nil || out[i].Err != nil {
 				continue
 			}
+			op := finished[w.OpOccID]
+			if op == nil {
+				return errors.New("store: a fenced op row lost its lease") // cannot happen: it is locked
+			}
+			out[i].Op = op
 			var (
 				ev  lccn.Event
 				err error
 			)
-			if in := ws[i].Finish.Instance; in != nil {
+			if in := w.Finish.Instance; in != nil {
 				ev = opEventOf(op, lccn.InstanceOf(in))
 			} else if ev, err = opEvent(ctx, tx, op); err != nil { // the instance as stored
 				return err
 			}
-			if err := queueOutbox(&nb, targets, ev); err != nil {
+			if err := ob.add(targets, ev); err != nil {
 				return err
 			}
 		}
+		var nb pgx.Batch
+		ob.queue(&nb)
 		return sendOutbox(ctx, tx, &nb)
 	})
 	if err != nil {
@@ -211,6 +198,133 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 }
 
 type opOwner struct{ op, owner string }
+
+// finishBatch is the finishes of a group as two multi-row statements: the
+// instances they replace, then the op rows they end (fenced by the owner as
+// well, although the fence has locked them).
+type finishBatch struct {
+	inst [15][]*string // instanceUpdateArgs $1..$15 (text; the jsonb and uuid ones cast)
+	docs [][]byte      // $16
+	rev  string        // $17
+	n    int
+
+	ids, owners, states []string
+	perr, rc, ci, cec   []*string
+	keep                []bool
+}
+
+func (fb *finishBatch) add(w OpWrite, perr, rc, ci, cec []byte) error {
+	f := w.Finish
+	if in := f.Instance; in != nil {
+		args, err := instanceUpdateArgs(in)
+		if err != nil {
+			return err
+		}
+		for k := range fb.inst {
+			var v *string
+			switch a := args[k].(type) {
+			case string:
+				v = &a
+			case *string:
+				v = a
+			case []byte:
+				if a != nil {
+					s := string(a)
+					v = &s
+				}
+			default:
+				return fmt.Errorf("store: instance update argument %d is a %T", k+1, a)
+			}
+			fb.inst[k] = append(fb.inst[k], v)
+		}
+		fb.docs, fb.rev = append(fb.docs, args[15].([]byte)), args[16].(string)
+		fb.n++
+	}
+	fb.ids, fb.owners, fb.states = append(fb.ids, w.OpOccID), append(fb.owners, w.Owner), append(fb.states, f.State)
+	fb.perr, fb.rc, fb.ci, fb.cec = append(fb.perr, textOrNull(perr)), append(fb.rc, textOrNull(rc)), append(fb.ci, textOrNull(ci)), append(fb.cec, textOrNull(cec))
+	fb.keep = append(fb.keep, f.KeepWork)
+	return nil
+}
+
+func textOrNull(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+// queue queues the statements; the ended op rows go to done by id.
+func (fb *finishBatch) queue(b *pgx.Batch, done map[string]*OpOcc) {
+	if fb.n > 0 {
+		args := make([]any, 0, 17)
+		for _, c := range fb.inst {
+			args = append(args, c)
+		}
+		want := fb.n
+		b.Queue(`UPDATE vnf_instances i SET vnf_instance_name=u.name, vnf_instance_description=u.descr, vnfd_id=u.vnfd,
+			vnf_pkg_id=u.pkg::uuid, vnf_provider=u.prov, vnf_product_name=u.prod, vnf_software_version=u.swv, vnfd_version=u.vnfdv,
+			instantiation_state=u.st, vnf_configurable_properties=u.vcp::jsonb, vim_connection_info=u.vci::jsonb,
+			instantiated_vnf_info=u.info::jsonb, metadata=u.md::jsonb, extensions=u.ext::jsonb, version=i.version+1,
+			updated_at=now(), rendered_doc=u.doc, rendered_version=i.version+1, rendered_rev=$17
+			FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+				$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bytea[])
+				AS u(iid, name, descr, vnfd, pkg, prov, prod, swv, vnfdv, st, vcp, vci, info, md, ext, doc)
+			WHERE i.id = u.iid AND i.id = ANY($1::uuid[])`, append(args, fb.docs, fb.rev)...).Exec(func(tag pgconn.CommandTag) error {
+			if int(tag.RowsAffected()) != want {
+				return fmt.Errorf("store: %d of %d VNF instances: %w", tag.RowsAffected(), want, ErrNotFound)
+			}
+			return nil
+		})
+	}
+	if len(fb.ids) == 0 {
+		return
+	}
+	b.Queue(`UPDATE vnf_lcm_op_occs o SET operation_state=u.fstate, state_entered_time=clock_timestamp(),
+		error=u.ferr::jsonb, resource_changes=u.frc::jsonb, changed_info=u.fci::jsonb,
+		changed_ext_connectivity=u.fcec::jsonb, is_cancel_pending=false, lease_owner=NULL, lease_until=NULL,
+		work = CASE WHEN u.fkeep THEN o.work ELSE NULL END
+		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[])
+			AS u(fid, fowner, fstate, ferr, frc, fci, fcec, fkeep)
+		WHERE o.id = u.fid AND o.lease_owner = u.fowner AND o.id = ANY($1::uuid[])
+		RETURNING `+opCols, fb.ids, fb.owners, fb.states, fb.perr, fb.rc, fb.ci, fb.cec, fb.keep).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			op, err := scanOp(rows)
+			if err != nil {
+				return err
+			}
+			done[op.ID] = op
+		}
+		return rows.Err()
+	})
+}
+
+// outboxBatch is the outbox rows of several events, in order, as one INSERT.
+type outboxBatch struct {
+	nids, subs, events []string
+}
+
+func (ob *outboxBatch) add(targets []target, ev lccn.Event) error {
+	ids, payload, err := outboxOf(targets, ev)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	nid := uuid.NewString() // one notification id for every copy
+	for _, id := range ids {
+		ob.nids, ob.subs, ob.events = append(ob.nids, nid), append(ob.subs, id), append(ob.events, string(payload))
+	}
+	return nil
+}
+
+func (ob *outboxBatch) queue(b *pgx.Batch) {
+	if len(ob.nids) == 0 {
+		return
+	}
+	b.Queue(`INSERT INTO notification_outbox (notification_id, subscription_id, event)
+		SELECT n, s, e::jsonb FROM unnest($1::uuid[], $2::uuid[], $3::text[]) WITH ORDINALITY AS u(n, s, e, k) ORDER BY k`,
+		ob.nids, ob.subs, ob.events)
+}
 
 // fenceQuery is the group's fence statement and its arguments.
 type fenceQuery struct {

@@ -245,3 +245,99 @@ func TestWriteOpsJournalGroupEqualsOneByOne(t *testing.T) {
 		}
 	}
 }
+
+// Several finishes in one group: their instances and op rows are written by
+// one statement each, every op gets its own ended row, and their
+// notifications are queued in the group's order; a finish of an op whose
+// lease is lost writes nothing of it, its instance included.
+func TestWriteOpsGroupFinishes(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	if _, err := st.CreateSubscription(ctx, &store.Subscription{ID: uuid.NewString(), CallbackURI: "http://127.0.0.1:1/n",
+		Filter: &lccn.Filter{NotificationTypes: []string{lccn.TypeOpOcc}, OperationStates: []string{model.StateCompleted, model.StateFailedTemp}}}); err != nil {
+		t.Fatal(err)
+	}
+	newOps(t, st, 4)
+	ops, err := st.ClaimN(ctx, "e", time.Minute, 4)
+	if err != nil || len(ops) != 4 {
+		t.Fatalf("claim: %v %d", err, len(ops))
+	}
+	finish := func(op *store.OpOcc, owner, state, name string) store.OpWrite {
+		in, err := st.GetInstance(ctx, op.VnfInstanceID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := in.VnfInstance
+		v.VnfInstanceName, v.InstantiationState = name, model.Instantiated
+		v.Metadata = map[string]any{"by": name}
+		f := &store.Finish{State: state, Instance: &v, ChangedInfo: map[string]any{"vnfInstanceName": name}}
+		if state == model.StateFailedTemp {
+			f.Instance, f.KeepWork = nil, true
+			f.Error = &model.ProblemDetails{Status: 500, Title: "t", Detail: "failed " + name}
+		}
+		return store.OpWrite{OpOccID: op.ID, Owner: owner, Finish: f, Work: []byte(`{"w":"` + name + `"}`)}
+	}
+	res := st.WriteOps(ctx, []store.OpWrite{
+		finish(ops[2], ops[2].LeaseOwner, model.StateCompleted, "c"),
+		finish(ops[0], ops[0].LeaseOwner, model.StateCompleted, "a"),
+		finish(ops[1], "someone-else", model.StateCompleted, "b"),
+		finish(ops[3], ops[3].LeaseOwner, model.StateFailedTemp, "d"),
+	})
+	for i, want := range []struct {
+		op    *store.OpOcc
+		state string
+	}{{ops[2], model.StateCompleted}, {ops[0], model.StateCompleted}, {ops[1], ""}, {ops[3], model.StateFailedTemp}} {
+		r := res[i]
+		if want.state == "" {
+			if !errors.Is(r.Err, store.ErrLeaseLost) || r.Op != nil {
+				t.Fatalf("write %d: %+v, want ErrLeaseLost", i, r)
+			}
+			continue
+		}
+		if r.Err != nil || r.Op == nil || r.Op.ID != want.op.ID || r.Op.OperationState != want.state || r.Op.LeaseOwner != "" {
+			t.Fatalf("write %d: %+v %v, want %s %s", i, r.Op, r.Err, want.op.ID, want.state)
+		}
+	}
+	if got := res[3].Op; got.Error == nil || got.Error.Detail != "failed d" || string(got.Work) != `{"w": "d"}` {
+		t.Fatalf("FAILED_TEMP op: error %+v work %s", got.Error, got.Work)
+	}
+	if got := res[0].Op; got.ChangedInfo["vnfInstanceName"] != "c" || len(got.Work) != 0 {
+		t.Fatalf("COMPLETED op: changedInfo %v work %s", got.ChangedInfo, got.Work)
+	}
+	for i, want := range map[int]string{0: "a", 1: "", 2: "c", 3: ""} {
+		in, err := st.GetInstance(ctx, ops[i].VnfInstanceID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want == "" {
+			if in.Version != 1 || in.InstantiationState != model.NotInstantiated || in.VnfInstanceName != "i" {
+				t.Errorf("instance of op %d changed: version %d %s %q", i, in.Version, in.InstantiationState, in.VnfInstanceName)
+			}
+			continue
+		}
+		if in.Version != 2 || in.InstantiationState != model.Instantiated || in.VnfInstanceName != want || in.Metadata["by"] != want {
+			t.Errorf("instance of op %d: version %d %s %q %v", i, in.Version, in.InstantiationState, in.VnfInstanceName, in.Metadata)
+		}
+		doc, err := st.GetInstanceDoc(ctx, ops[i].VnfInstanceID)
+		if err != nil || !strings.Contains(string(doc.Doc), `"vnfInstanceName":"`+want+`"`) {
+			t.Errorf("instance of op %d: rendered document %s %v", i, doc.Doc, err)
+		}
+	}
+	if got, _ := st.GetOpOcc(ctx, ops[1].ID); got.OperationState != model.StateProcessing || len(got.Work) != 0 {
+		t.Fatalf("the fenced-out op: %s work %s", got.OperationState, got.Work)
+	}
+	_, ds, err := st.ClaimSubscription(ctx, "n", time.Minute, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, d := range ds {
+		order = append(order, d.Event.OpOccID+" "+d.Event.OperationState)
+	}
+	if want := []string{ops[2].ID + " COMPLETED", ops[0].ID + " COMPLETED", ops[3].ID + " FAILED_TEMP"}; strings.Join(order, ",") != strings.Join(want, ",") {
+		t.Fatalf("notifications %v, want %v", order, want)
+	}
+	if ds[0].Event.Instance.Name != "c" || ds[0].NotificationID == ds[1].NotificationID {
+		t.Fatalf("notification of op 2: %+v", ds[0])
+	}
+}

@@ -141,28 +141,34 @@ func scanTargets(rows pgx.Rows) ([]target, error) {
 // matches it, in one statement; nothing when none matches. The caller wakes
 // the notifiers (pg_notify on ChannelOutbox) once per transaction.
 func queueOutbox(b *pgx.Batch, targets []target, ev lccn.Event) error {
-	var ids []string
-	for _, t := range targets {
-		if t.f.Match(ev) {
-			ids = append(ids, t.id)
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	if ev.Op != nil {
-		snap := *ev.Op
-		snap.OperationParams = nil // notifications never carry request bodies
-		ev.Op = &snap
-	}
-	payload, err := json.Marshal(ev)
-	if err != nil {
+	ids, payload, err := outboxOf(targets, ev)
+	if err != nil || len(ids) == 0 {
 		return err
 	}
 	// One notification id for every copy; rows in target order.
 	b.Queue(`INSERT INTO notification_outbox (notification_id, subscription_id, event)
 		SELECT $1, s, $3 FROM unnest($2::uuid[]) WITH ORDINALITY AS u(s, n) ORDER BY n`, uuid.NewString(), ids, payload)
 	return nil
+}
+
+// outboxOf returns the subscriptions whose filters match ev, in target
+// order, and the event as the outbox stores it (nil ids: none matches).
+func outboxOf(targets []target, ev lccn.Event) (ids []string, payload []byte, err error) {
+	for _, t := range targets {
+		if t.f.Match(ev) {
+			ids = append(ids, t.id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil, nil
+	}
+	if ev.Op != nil {
+		snap := *ev.Op
+		snap.OperationParams = nil // notifications never carry request bodies
+		ev.Op = &snap
+	}
+	payload, err = json.Marshal(ev)
+	return ids, payload, err
 }
 
 // opEventOf is the event of an op occurrence's new state, about instance in.
