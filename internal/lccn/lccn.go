@@ -78,19 +78,27 @@ type Event struct {
 
 func in(list []string, v string) bool { return len(list) == 0 || slices.Contains(list, v) }
 
-// Match reports whether f selects e. Attributes are ANDed; values inside one
-// attribute are ORed; an absent attribute matches everything (SOL003 4.4.1.1.x).
-func (f *Filter) Match(e Event) bool {
+// MatchOp reports whether f may select e whatever its instance: the
+// notification type and, for an operation occurrence, its operation and
+// state (false: Match is false too, so the instance need not be read).
+func (f *Filter) MatchOp(e Event) bool {
 	if f == nil {
 		return true
 	}
 	if !in(f.NotificationTypes, e.Type) {
 		return false
 	}
-	if e.Type == TypeOpOcc {
-		if !in(f.OperationTypes, e.Operation) || !in(f.OperationStates, e.OperationState) {
-			return false
-		}
+	return e.Type != TypeOpOcc || in(f.OperationTypes, e.Operation) && in(f.OperationStates, e.OperationState)
+}
+
+// Match reports whether f selects e. Attributes are ANDed; values inside one
+// attribute are ORed; an absent attribute matches everything (SOL003 4.4.1.1.x).
+func (f *Filter) Match(e Event) bool {
+	if f == nil {
+		return true
+	}
+	if !f.MatchOp(e) {
+		return false
 	}
 	i := f.VnfInstanceSubscriptionFilter
 	if i == nil {

@@ -45,6 +45,16 @@ func TestFilterMatch(t *testing.T) {
 			if got := f.Match(c.ev); got != c.want {
 				t.Fatalf("Match = %v, want %v", got, c.want)
 			}
+			// MatchOp looks at no instance attribute: it answers the same
+			// with the instance unknown, and is true whenever Match is.
+			noInst := c.ev
+			noInst.Instance = Instance{}
+			if f.MatchOp(c.ev) != f.MatchOp(noInst) || c.want && !f.MatchOp(noInst) {
+				t.Fatalf("MatchOp = %v (without the instance %v), Match = %v", f.MatchOp(c.ev), f.MatchOp(noInst), c.want)
+			}
+			if f.VnfInstanceSubscriptionFilter == nil && f.MatchOp(c.ev) != c.want {
+				t.Fatalf("without an instance filter MatchOp = %v, want Match's %v", f.MatchOp(c.ev), c.want)
+			}
 		})
 	}
 }

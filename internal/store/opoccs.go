@@ -297,7 +297,13 @@ func (s *Store) claim(ctx context.Context, owner string, suffix bool, lease time
 	var ops []*OpOcc
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		ops = ops[:0]
-		rows, err := tx.Query(ctx, `UPDATE vnf_lcm_op_occs SET
+		// The claim and the subscriptions in one round trip.
+		var (
+			b       pgx.Batch
+			targets []target
+		)
+		fresh := map[string]bool{}
+		b.Queue(`UPDATE vnf_lcm_op_occs SET
 				operation_state = CASE WHEN operation_state='STARTING' THEN 'PROCESSING' ELSE operation_state END,
 				state_entered_time = CASE WHEN operation_state='STARTING' THEN now() ELSE state_entered_time END,
 				lease_owner = CASE WHEN $4 THEN $1 || '/' || substr(md5(random()::text), 1, 8) ELSE $1 END,
@@ -306,23 +312,21 @@ func (s *Store) claim(ctx context.Context, owner string, suffix bool, lease time
 				WHERE operation_state IN ('STARTING','PROCESSING','ROLLING_BACK')
 				  AND (lease_until IS NULL OR lease_until < now())
 				ORDER BY seq FOR UPDATE SKIP LOCKED LIMIT $3) c
-			WHERE id = c.claimed RETURNING c.prev, `+opCols, owner, lease.String(), n, suffix)
-		if err != nil {
-			return err
-		}
-		fresh := map[string]bool{}
-		for rows.Next() {
-			var prev string
-			op, err := scanOp(prevRow{rows, &prev})
-			if err != nil {
-				rows.Close()
-				return err
+			WHERE id = c.claimed RETURNING c.prev, `+opCols, owner, lease.String(), n, suffix).Query(func(rows pgx.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				var prev string
+				op, err := scanOp(prevRow{rows, &prev})
+				if err != nil {
+					return err
+				}
+				ops = append(ops, op)
+				fresh[op.ID] = prev == model.StateStarting
 			}
-			ops = append(ops, op)
-			fresh[op.ID] = prev == model.StateStarting
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return rows.Err()
+		})
+		queueTargets(&b, &targets)
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return err
 		}
 		// Oldest first, and their notifications in that order.
@@ -333,7 +337,7 @@ func (s *Store) claim(ctx context.Context, owner string, suffix bool, lease time
 				started = append(started, op)
 			}
 		}
-		return notifyOps(ctx, tx, started)
+		return notifyOps(ctx, tx, started, targets)
 	})
 	return ops, err
 }
@@ -347,22 +351,25 @@ type prevRow struct {
 func (r prevRow) Scan(dest ...any) error { return r.Row.Scan(append([]any{r.prev}, dest...)...) }
 
 // notifyOps queues the notifications of several ops' new states in tx, in
-// order, reading the subscriptions and the instances once.
-func notifyOps(ctx context.Context, tx pgx.Tx, ops []*OpOcc) error {
-	if len(ops) == 0 {
-		return nil
+// order, to targets (the subscriptions), reading the instances once, and
+// only when a subscription may want one of them.
+func notifyOps(ctx context.Context, tx pgx.Tx, ops []*OpOcc, targets []target) error {
+	wanted := false
+	for _, op := range ops {
+		ev := opEventOf(op, lccn.Instance{})
+		for _, t := range targets {
+			wanted = wanted || t.f.MatchOp(ev)
+		}
 	}
-	if len(ops) == 1 {
-		return notifyOp(ctx, tx, ops[0])
+	if !wanted {
+		return nil
 	}
 	ids := make([]string, len(ops))
 	for i, op := range ops {
 		ids[i] = op.VnfInstanceID
 	}
-	var targets []target
 	insts := map[string]lccn.Instance{}
 	var b pgx.Batch
-	queueTargets(&b, &targets)
 	b.Queue(`SELECT `+instanceCols+` FROM vnf_instances WHERE id = ANY($1::uuid[])`, ids).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
 		for rows.Next() {
