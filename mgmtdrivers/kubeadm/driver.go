@@ -333,6 +333,11 @@ func (h *hook) installCluster(ctx context.Context) error {
 		haErr <- nil
 	}
 	ms := ss.get(master)
+	// One token per join, made together as soon as the init's API server
+	// answers (while the install script finishes), else on the first
+	// join's demand.
+	h.tokens = h.newTokenPool(ms, append(slices.Clone(t.Masters[1:]), t.Workers...))
+	defer h.tokens.finish(ctx)
 	var mi *masterInfo
 	initErr := h.perNode(ctx, []*Node{master}, 1, "kubeadm init", func(ctx context.Context, n *Node) (any, error) {
 		var err error
@@ -354,9 +359,6 @@ func (h *hook) installCluster(ctx context.Context) error {
 		}
 		mi = &masterInfo{CACert: pemText, CAHash: hash}
 	}
-	// One token per join, made together on the first join's demand.
-	h.tokens = h.newTokenPool(ms, append(slices.Clone(t.Masters[1:]), t.Workers...))
-	defer h.tokens.finish(ctx)
 	// The first master's other work waits until the critical path has
 	// what it needs from it (the tokens; with an HA control plane, the
 	// first control-plane join under way): the used tokens and the init's,
@@ -501,6 +503,9 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*mas
 	note := h.nodeNote(ctx, n)
 	r, err := h.d.runScript(ctx, ms, args, scriptEnv(h.p, h.topo), proxySecrets(h.p), func(msg string) {
 		h.initRunning.open()
+		if strings.HasPrefix(msg, "kubeadm init succeeded") && h.tokens != nil {
+			h.tokens.prefetch(ctx)
+		}
 		note(msg)
 	})
 	if err != nil {
@@ -933,6 +938,8 @@ func (d *Driver) ScaleEnd(ctx context.Context, op *driverapi.Op, p *Params) erro
 		return err
 	}
 	added := addedVnfcs(op)
+	// Every node is connected (its host key verified) before anything
+	// runs on any of them, the masters beside the workers.
 	plans := plansFor(h.p, h.topo.Workers, false)
 	for i := range plans {
 		plans[i].Fresh = added[plans[i].Key]

@@ -615,12 +615,15 @@ main_master() {
 		kubeadm_began
 		out=$(as_root kubeadm "${args[@]}" 2>&1) || { [[ -z $cfgdir ]] || rm -rf "$cfgdir"; fail "kubeadm init failed: $(tail -n 5 <<<"$out")"; }
 		kubeadm_ended
+		log "kubeadm init succeeded; the API server answers"
 		[[ -z $cfgdir ]] || rm -rf "$cfgdir"
 		printf '%s\n' "$out"
 	fi
 	copy_kubeconfig
 	apply_cni
-	wait_node
+	# After an init that just succeeded the Node exists (kubeadm's
+	# mark-control-plane phase patched it).
+	[[ $status == installed ]] || wait_node
 	local join token="" hash="" key=""
 	if [[ $NO_JOIN_TOKEN -eq 0 ]]; then
 		join=$(as_root kubeadm token create --ttl "$TOKEN_TTL" --print-join-command) || fail "kubeadm token create failed"
