@@ -67,7 +67,7 @@ func (b *bench) cluster() error {
 	if err := store.MigrateUp(b.ctx, dbURL); err != nil {
 		return err
 	}
-	base, stop, err := b.startFullVNFM(b.pg.LocalURL(clusterDB), standin, b.o.stepT)
+	base, stop, err := b.startFullVNFM(dbURL, standin, b.o.stepT)
 	if err != nil {
 		return err
 	}
