@@ -19,9 +19,9 @@ type handoff struct {
 }
 
 type handed struct {
-	in    *model.VnfInstance // opened: secrets in the clear; the run's to change
-	plain []byte             // in's JSON, for the values to scrub
-	vnfd  *model.Vnfd
+	in   *model.VnfInstance // opened: secrets in the clear; the run's to change
+	docs [][]byte           // in's JSON attributes, for the values to scrub
+	vnfd *model.Vnfd
 }
 
 // handoffGeneration bounds one generation: operations accepted here and run

@@ -89,7 +89,7 @@ func decodeInto(raw []byte, v any) error {
 // accepting is a request on its way to becoming an op occurrence.
 type accepting struct {
 	driverapi.Accept
-	stored *store.Instance // the instance as stored (secrets sealed)
+	stored *store.Instance // the instance as read (its secrets open, as in Accept.Instance)
 	// vims is the request's vimConnectionInfo, resolved (instantiate).
 	vims []model.VimConnectionInfo
 }
@@ -108,14 +108,11 @@ func (s *Service) accept(ctx context.Context, o *operation, instID string, raw [
 			return nil, err
 		}
 	}
-	in, vnfd, err := s.instanceAndVnfd(ctx, instID)
+	read, vnfd, err := s.instanceAndVnfd(ctx, instID)
 	if err != nil {
 		return nil, err
 	}
-	opened, plain, err := s.openInstance(&in.VnfInstance)
-	if err != nil {
-		return nil, err
-	}
+	in, opened := read.Instance, &read.VnfInstance
 	// The checks see a copy: opened stays as read, for the run (handoff).
 	view := *opened
 	a := &accepting{stored: in, Accept: driverapi.Accept{Operation: o.name, Request: req, Instance: &view, Vnfd: vnfd,
@@ -158,7 +155,7 @@ func (s *Service) accept(ctx context.Context, o *operation, instID string, raw [
 	// The instance and VNFD were read before the op's transaction: an
 	// operation that completed meanwhile may have changed them.
 	if locked := op.CreatedFrom(); locked != nil && locked.Version == in.Version && vnfd != nil && locked.VnfdID == vnfd.ID {
-		s.handed.put(op.ID, handed{in: opened, plain: plain, vnfd: vnfd})
+		s.handed.put(op.ID, handed{in: opened, docs: read.Docs, vnfd: vnfd})
 	}
 	return op, nil
 }

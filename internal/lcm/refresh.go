@@ -93,7 +93,7 @@ func (e *Engine) refreshOne(ctx context.Context, in *store.Instance) (bool, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
-	opened, _, err := e.svc.openInstance(&in.VnfInstance)
+	opened, err := e.svc.openInstance(&in.VnfInstance)
 	if err != nil {
 		return false, err
 	}

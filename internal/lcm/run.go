@@ -367,25 +367,25 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	}
 	fresh := w.Instance == nil
 	var pkg *model.Package
-	var plain []byte // w.Instance's JSON
+	var docs [][]byte // w.Instance's JSON (or that of its jsonb attributes)
 	if h, ok := svc.handed.take(r.op.ID); ok && fresh && r.op.Attempts == 1 {
-		w.Instance, plain, pkg = h.in, h.plain, &model.Package{Vnfd: h.vnfd}
+		w.Instance, docs, pkg = h.in, h.docs, &model.Package{Vnfd: h.vnfd}
 	} else if fresh {
-		in, p, err := svc.st.InstanceAndPackage(ctx, r.op.VnfInstanceID)
+		read, err := svc.st.OpenInstanceAndPackage(ctx, r.op.VnfInstanceID, svc.box.OpenJSON)
 		if err != nil {
 			return nil, nil, fmt.Errorf("VNF instance %s: %w", r.op.VnfInstanceID, err)
 		}
-		if p == nil {
-			return nil, nil, fmt.Errorf("VNF package of vnfdId %s: %w", in.VnfdID, store.ErrNotFound)
+		if read.Package == nil {
+			return nil, nil, fmt.Errorf("VNF package of vnfdId %s: %w", read.VnfdID, store.ErrNotFound)
 		}
-		if w.Instance, plain, err = svc.openInstance(&in.VnfInstance); err != nil {
-			return nil, nil, err
-		}
-		pkg = p
+		w.Instance, docs, pkg = &read.VnfInstance, read.Docs, read.Package
 	} else {
-		plain, _ = json.Marshal(w.Instance)
+		b, _ := json.Marshal(w.Instance)
+		docs = [][]byte{b}
 	}
-	r.secrets = append(r.secrets, secrets.ValuesJSON(plain)...)
+	for _, d := range docs {
+		r.secrets = append(r.secrets, secrets.ValuesJSON(d)...)
+	}
 	if pkg == nil {
 		if pkg, err = svc.st.PackageByVnfdID(ctx, w.Instance.VnfdID); err != nil {
 			return nil, nil, fmt.Errorf("VNF package of vnfdId %s: %w", w.Instance.VnfdID, err)

@@ -187,24 +187,22 @@ func notFoundOp(id string) *Error {
 	return errorf(KindNotFound, "VNF LCM operation occurrence %s does not exist; list them with GET /vnflcm/v1/vnf_lcm_op_occs", id)
 }
 
-// openInstance decrypts a stored instance's sealed values: the instance in
-// the clear, and its JSON (for secrets.ValuesJSON). An instance without a
-// sealed value is returned itself, not a copy: callers hand over the
-// instance they read.
-func (s *Service) openInstance(in *model.VnfInstance) (*model.VnfInstance, []byte, error) {
+// openInstance decrypts a stored instance's sealed values. An instance
+// without a sealed value is returned itself, not a copy.
+func (s *Service) openInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
 	b, err := json.Marshal(in)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if !secrets.HasSealed(b) {
-		return in, b, nil
+		return in, nil
 	}
 	plain, err := s.box.OpenJSON(b, store.InstancePlace(in.ID))
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot decrypt VNF instance %s: %w", in.ID, err)
+		return nil, fmt.Errorf("cannot decrypt VNF instance %s: %w", in.ID, err)
 	}
 	var out model.VnfInstance
-	return &out, plain, json.Unmarshal(plain, &out)
+	return &out, json.Unmarshal(plain, &out)
 }
 
 // sealInstance seals the secrets of an opened instance for storing.
@@ -221,22 +219,23 @@ func (s *Service) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error
 	return &out, json.Unmarshal(sealed, &out)
 }
 
-// instanceAndVnfd loads what request validation needs.
-func (s *Service) instanceAndVnfd(ctx context.Context, id string) (*store.Instance, *model.Vnfd, error) {
+// instanceAndVnfd loads what request validation needs: the instance, its
+// secrets open, and its VNFD.
+func (s *Service) instanceAndVnfd(ctx context.Context, id string) (*store.InstancePackage, *model.Vnfd, error) {
 	if !validID(id) {
 		return nil, nil, notFoundInstance(id)
 	}
-	in, pkg, err := s.st.InstanceAndPackage(ctx, id)
+	r, err := s.st.OpenInstanceAndPackage(ctx, id, s.box.OpenJSON)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, notFoundInstance(id)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if pkg == nil {
-		return nil, nil, errorf(KindUnprocessable, "the VNF package with vnfdId %s of VNF instance %s is no longer onboarded", in.VnfdID, id)
+	if r.Package == nil {
+		return nil, nil, errorf(KindUnprocessable, "the VNF package with vnfdId %s of VNF instance %s is no longer onboarded", r.VnfdID, id)
 	}
-	return in, pkg.Vnfd, nil
+	return r, r.Package.Vnfd, nil
 }
 
 func flavourNames(v *model.Vnfd) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lccn"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 )
 
 // Instance is a stored VNF instance. Secret values inside it are sealed by the
@@ -29,6 +30,24 @@ const instanceCols = `id, seq, vnf_instance_name, vnf_instance_description, vnfd
 	version, created_at, updated_at`
 
 func scanInstance(row pgx.Row) (*Instance, error) {
+	in, _, err := scanInstanceOpen(row, nil)
+	return in, err
+}
+
+// docNames are the JSON names of the jsonb attributes, in decodeDocs order.
+var docNames = [...]string{"vnfConfigurableProperties", "vimConnectionInfo", "instantiatedVnfInfo", "metadata", "extensions"}
+
+// Opener opens the sealed values of a JSON document stored at p (the lcm
+// package's secrets.Box.OpenJSON).
+type Opener func(raw []byte, p secrets.Place) ([]byte, error)
+
+// scanInstanceOpen is scanInstance that, with open, decodes the instance
+// with its sealed values opened: each jsonb attribute that holds one is
+// opened at its place (InstancePlace(id).Key(name), where sealing the whole
+// instance put its values) before it is decoded — one decode, instead of
+// encoding the stored instance again to open and decode it. docs are the
+// attributes' JSON as decoded.
+func scanInstanceOpen(row pgx.Row, open Opener) (*Instance, [][]byte, error) {
 	var (
 		in                       Instance
 		name, desc, pkg          *string
@@ -38,16 +57,26 @@ func scanInstance(row pgx.Row) (*Instance, error) {
 		&in.VnfSoftwareVersion, &in.VnfdVersion, &in.InstantiationState, &vcp, &vci, &ivi, &meta, &ext,
 		&in.Version, &in.CreatedAt, &in.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	in.VnfInstanceName, in.VnfInstanceDescription, in.VnfPkgID = deref(name), deref(desc), deref(pkg)
-	if err := decodeDocs(&in.VnfInstance, [][]byte{vcp, vci, ivi, meta, ext}); err != nil {
-		return nil, err
+	docs := [][]byte{vcp, vci, ivi, meta, ext}
+	if open != nil {
+		for i, raw := range docs {
+			if secrets.HasSealed(raw) {
+				if docs[i], err = open(raw, InstancePlace(in.ID).Key(docNames[i])); err != nil {
+					return nil, nil, fmt.Errorf("cannot decrypt VNF instance %s: %w", in.ID, err)
+				}
+			}
+		}
 	}
-	return &in, nil
+	if err := decodeDocs(&in.VnfInstance, docs); err != nil {
+		return nil, nil, err
+	}
+	return &in, docs, nil
 }
 
 // decodeDocs fills the jsonb attributes of in from their column values, in

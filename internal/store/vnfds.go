@@ -144,31 +144,53 @@ func (s *Store) PackageByVnfdID(ctx context.Context, vnfdID string) (*model.Pack
 // VNFD (nil: none does) in one round trip; the package's VNFD is read-only
 // and shared (see vnfdCache).
 func (s *Store) InstanceAndPackage(ctx context.Context, id string) (*Instance, *model.Package, error) {
-	var (
-		pkgID, onb, op, xmin *string
-	)
-	in, err := scanInstance(extraRow{s.pool.QueryRow(ctx, `SELECT i.*, p.id::text, p.onboarding_state, p.operational_state, p.xmin::text
-		FROM (SELECT `+instanceCols+` FROM vnf_instances WHERE id=$1) i
-		LEFT JOIN vnf_packages p ON p.vnfd_id = i.vnfd_id`, id), []any{&pkgID, &onb, &op, &xmin}})
+	r, err := s.OpenInstanceAndPackage(ctx, id, nil)
 	if err != nil {
 		return nil, nil, err
 	}
+	return r.Instance, r.Package, nil
+}
+
+// InstancePackage is an instance read with its package.
+type InstancePackage struct {
+	*Instance
+	// Docs are the instance's jsonb attributes as decoded (sealed values
+	// opened when read with an Opener), for secrets.ValuesJSON.
+	Docs [][]byte
+	// Package carries the instance's VNFD (nil: no package does).
+	Package *model.Package
+}
+
+// OpenInstanceAndPackage is InstanceAndPackage that, with open, returns the
+// instance with its sealed values opened (see scanInstanceOpen).
+func (s *Store) OpenInstanceAndPackage(ctx context.Context, id string, open Opener) (*InstancePackage, error) {
+	var (
+		pkgID, onb, op, xmin *string
+	)
+	in, docs, err := scanInstanceOpen(extraRow{s.pool.QueryRow(ctx, `SELECT i.*, p.id::text, p.onboarding_state, p.operational_state, p.xmin::text
+		FROM (SELECT `+instanceCols+` FROM vnf_instances WHERE id=$1) i
+		LEFT JOIN vnf_packages p ON p.vnfd_id = i.vnfd_id`, id), []any{&pkgID, &onb, &op, &xmin}}, open)
+	if err != nil {
+		return nil, err
+	}
+	r := &InstancePackage{Instance: in, Docs: docs}
 	if pkgID == nil {
-		return in, nil, nil
+		return r, nil
 	}
 	p := &model.Package{ID: *pkgID, OnboardingState: deref(onb), OperationalState: deref(op)}
 	v, ok, _ := s.vnfds.decode(p.ID, deref(xmin), nil)
 	if !ok {
 		v, err = s.packageVnfd(ctx, p.ID)
 		if errors.Is(err, ErrNotFound) { // deleted since
-			return in, nil, nil
+			return r, nil
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	p.Vnfd = v
-	return in, p, nil
+	r.Package = p
+	return r, nil
 }
 
 // extraRow scans trailing extra columns after a row's usual ones.

@@ -2,13 +2,18 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
 
@@ -86,5 +91,75 @@ func TestPackageVnfdCacheFollowsChanges(t *testing.T) {
 	}
 	if _, _, err := st.InstanceAndPackage(ctx, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("InstanceAndPackage of no instance: %v", err)
+	}
+}
+
+// An instance read with an Opener is the stored instance opened: the same as
+// encoding it, opening the document and decoding it again.
+func TestOpenInstanceAndPackage(t *testing.T) {
+	ctx := context.Background()
+	st := open(t)
+	if err := st.PutPackage(ctx, lcmtest.SamplePackage()); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := secrets.ParseKey(secrets.NewKey())
+	box, _ := secrets.NewBox(key)
+	id := uuid.NewString()
+	plain := &model.VnfInstance{ID: id, VnfdID: lcmtest.VnfdID, VnfProvider: "p", VnfProductName: "n", VnfSoftwareVersion: "1", VnfdVersion: "1",
+		VimConnectionInfo: []model.VimConnectionInfo{{ID: "v", VimType: "x", AccessInfo: map[string]any{"username": "u", "password": "vim-pass-1"}}},
+		Metadata:          map[string]any{"tier": "gold", "nested": map[string]any{"api_token": "tok-2", "list": []any{map[string]any{"secret": 3.5}}}}}
+	b, _ := json.Marshal(plain)
+	sealedJSON, err := box.SealJSON(b, store.InstancePlace(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sealed model.VnfInstance
+	if err := json.Unmarshal(sealedJSON, &sealed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateInstance(ctx, &sealed); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := st.OpenInstanceAndPackage(ctx, id, box.OpenJSON)
+	if err != nil || got.Package == nil || got.Package.Vnfd == nil {
+		t.Fatalf("read: %+v, %v", got, err)
+	}
+	stored, err := st.GetInstance(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(&stored.VnfInstance)
+	opened, err := box.OpenJSON(b, store.InstancePlace(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want model.VnfInstance
+	if err := json.Unmarshal(opened, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.VnfInstance, want) {
+		t.Fatalf("opened while read:\n%+v\nopened after:\n%+v", got.VnfInstance, want)
+	}
+	if got.VimConnectionInfo[0].AccessInfo["password"] != "vim-pass-1" || got.Version != stored.Version {
+		t.Fatalf("not opened: %+v", got.Instance)
+	}
+	var values []string
+	for _, d := range got.Docs {
+		values = append(values, secrets.ValuesJSON(d)...)
+	}
+	slices.Sort(values)
+	if !slices.Equal(values, []string{"tok-2", "vim-pass-1"}) {
+		t.Fatalf("secret values of the attributes: %v", values)
+	}
+
+	// Without an Opener, as stored; with the wrong key, an error.
+	if r, err := st.OpenInstanceAndPackage(ctx, id, nil); err != nil || !secrets.IsSealed(fmt.Sprint(r.VimConnectionInfo[0].AccessInfo["password"])) {
+		t.Fatalf("as stored: %+v, %v", r, err)
+	}
+	other, _ := secrets.ParseKey(secrets.NewKey())
+	otherBox, _ := secrets.NewBox(other)
+	if _, err := st.OpenInstanceAndPackage(ctx, id, otherBox.OpenJSON); err == nil {
+		t.Fatal("opened with another key")
 	}
 }
