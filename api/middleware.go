@@ -231,7 +231,7 @@ func (a *API) validate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if err := a.validator.Validate(r.Context(), r); err != nil {
+		if err := a.validator.ValidateBody(r.Context(), r, body); err != nil {
 			var re *openapi.RequestError
 			if errors.As(err, &re) {
 				a.writeProblem(w, r, problemf(http.StatusBadRequest, re.Detail))

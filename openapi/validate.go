@@ -135,8 +135,15 @@ func (v *RequestValidator) Validate(ctx context.Context, r *http.Request) error 
 		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 		r.ContentLength = int64(len(data))
 	}
+	return v.ValidateBody(ctx, r, body)
+}
 
-	vreq := r.Clone(ctx)
+// ValidateBody is Validate for a caller that has read the body already:
+// r.Body is not read, body is checked instead (nil: none).
+func (v *RequestValidator) ValidateBody(ctx context.Context, r *http.Request, body []byte) error {
+	// A shallow copy: the checks only read the request; what is changed
+	// for them (URL, body, a Content-Type header) is the copy's own.
+	vreq := r.WithContext(ctx)
 	u := *r.URL
 	u.Path = cleanPath(r.URL.Path)
 	u.RawPath = ""
@@ -164,6 +171,7 @@ func (v *RequestValidator) Validate(ctx context.Context, r *http.Request) error 
 			return newRequestError([]string{"request body: " + describeJSONError(err)})
 		}
 		if rb.Value.Content.Get(vreq.Header.Get("Content-Type")) == nil {
+			vreq.Header = vreq.Header.Clone()
 			vreq.Header.Set("Content-Type", preferredMediaType(rb.Value.Content))
 		}
 	}
