@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -155,14 +157,27 @@ func (s *Store) readDoc(ctx context.Context, id string, u uuid.UUID, d *Instance
 		}
 	}
 	if _, cerr := rr.Close(); cerr != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(cerr, &pgErr) && (pgErr.Code == "26000" || pgErr.Code == "0A000") {
+			// The statement is gone from the session (26000) or a schema
+			// change altered its result (0A000: "cached plan must not
+			// change result type"): it is prepared again on the next read;
+			// this one goes through pgx's path.
+			// (Unnamed: pgx's own cached statement may be as stale.)
+			if err := c.Conn().Deallocate(ctx, getDocStmt); err != nil {
+				return false, false, err
+			}
+			return s.readDocQuery(ctx, c, u, d, pgx.QueryExecModeDescribeExec)
+		}
 		return false, false, cerr
 	}
 	return found, current, err
 }
 
-// readDocQuery is readDoc through pgx's query path.
-func (s *Store) readDocQuery(ctx context.Context, c *pgxpool.Conn, u uuid.UUID, d *InstanceDoc) (found, current bool, err error) {
-	rows, err := c.Query(ctx, getDocSQL, u, RenderRev())
+// readDocQuery is readDoc through pgx's query path (options: a
+// pgx.QueryExecMode).
+func (s *Store) readDocQuery(ctx context.Context, c *pgxpool.Conn, u uuid.UUID, d *InstanceDoc, options ...any) (found, current bool, err error) {
+	rows, err := c.Query(ctx, getDocSQL, append(options, u, RenderRev())...)
 	if err != nil {
 		return false, false, err
 	}

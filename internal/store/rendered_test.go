@@ -195,3 +195,38 @@ func TestInstanceDocReadPaths(t *testing.T) {
 		}
 	}
 }
+
+// A session that lost GET's prepared statement, or whose statement a schema
+// change made stale, still reads, and prepares it again.
+func TestInstanceDocStatementRecovers(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDB(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	st, err := store.Open(ctx, url+sep+"pool_max_conns=1", nil) // one session: the statements below reach it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	id := newInstance(t, st, "recovers")
+	read := func(step string) {
+		t.Helper()
+		for range 2 {
+			d, err := st.GetInstanceDoc(ctx, id)
+			if err != nil || d.ID != id || d.InstantiationState != model.NotInstantiated || !strings.Contains(string(d.Doc), `"id":"`+id+`"`) {
+				t.Fatalf("%s: %+v, %v", step, d, err)
+			}
+		}
+	}
+	read("prepared")
+	if _, err := st.Pool().Exec(ctx, `DEALLOCATE vnfm_get_instance_doc`); err != nil {
+		t.Fatal(err)
+	}
+	read("after the statement was deallocated")
+	if _, err := st.Pool().Exec(ctx, `ALTER TABLE vnf_instances ALTER COLUMN rendered_doc TYPE text USING convert_from(rendered_doc, 'UTF8')`); err != nil {
+		t.Fatal(err)
+	}
+	read("after its result type changed")
+}
