@@ -39,8 +39,43 @@ var secretWords = []string{
 // keyNormalizer is built once: IsSecretKey runs for every key of every document rendered.
 var keyNormalizer = strings.NewReplacer("_", "", "-", "")
 
+// secretWordBytes are secretWords for the allocation-free IsSecretKey.
+var secretWordBytes = func() [][]byte {
+	out := make([][]byte, len(secretWords))
+	for i, w := range secretWords {
+		out[i] = []byte(w)
+	}
+	return out
+}()
+
 // IsSecretKey reports whether values under this JSON key are secret.
 func IsSecretKey(key string) bool {
+	// Every key of every document sealed, opened, masked or scrubbed comes
+	// here: an ASCII key is normalised on the stack, without allocating.
+	var buf [64]byte
+	n := 0
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case c >= 0x80 || n == len(buf):
+			return isSecretKeySlow(key) // Unicode case mapping; a long key
+		case c == '_' || c == '-':
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	for _, w := range secretWordBytes {
+		if bytes.Contains(buf[:n], w) {
+			return true
+		}
+	}
+	return false
+}
+
+func isSecretKeySlow(key string) bool {
 	k := keyNormalizer.Replace(strings.ToLower(key))
 	for _, w := range secretWords {
 		if strings.Contains(k, w) {

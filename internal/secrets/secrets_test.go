@@ -3,6 +3,7 @@ package secrets
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -32,6 +33,33 @@ func TestIsSecretKey(t *testing.T) {
 				t.Fatalf("IsSecretKey(%q) = %v, want %v", key, got, want)
 			}
 		})
+	}
+}
+
+// The allocation-free IsSecretKey answers as the plain normalisation does,
+// for any key: ASCII, Unicode (whose lower case may be ASCII: the Kelvin
+// sign) and long ones.
+func TestIsSecretKeyFastPathAgrees(t *testing.T) {
+	alphabet := []string{"a", "P", "s", "S", "w", "o", "R", "d", "_", "-", "k", "e", "y", "t", "N", "1", " ", ".", "\u212a", "é", "İ", "api", "KEY", "Token", "pass"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	keys := []string{"", "password", "PassWord", "api_\u212aey", strings.Repeat("x", 63) + "token", strings.Repeat("_", 80) + "secret", strings.Repeat("y", 100)}
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		keys = append(keys, b.String())
+	}
+	for _, k := range keys {
+		if got, want := IsSecretKey(k), isSecretKeySlow(k); got != want {
+			t.Fatalf("IsSecretKey(%q) = %v, the plain normalisation says %v", k, got, want)
+		}
+	}
+	if !IsSecretKey("api_\u212aey") {
+		t.Fatal("the Kelvin sign's lower case is k: api_\u212aey is apikey")
+	}
+	if n := testing.AllocsPerRun(100, func() { IsSecretKey("vimConnectionInfo_Password") }); n != 0 {
+		t.Fatalf("IsSecretKey allocates %v times per ASCII key", n)
 	}
 }
 
