@@ -163,9 +163,15 @@ func outboxOf(targets []target, ev lccn.Event) (ids []string, payload []byte, er
 		return nil, nil, nil
 	}
 	if ev.Op != nil {
-		snap := *ev.Op
-		snap.OperationParams = nil // notifications never carry request bodies
-		ev.Op = &snap
+		// Only a RESULT's details come from the snapshot (lccn.Payload); a
+		// START needs none. Every notifier decodes what is stored here.
+		// Notifications never carry request bodies.
+		if lccn.Status(ev.OperationState) == "RESULT" {
+			ev.Op = &model.VnfLcmOpOcc{ResourceChanges: ev.Op.ResourceChanges, ChangedInfo: ev.Op.ChangedInfo,
+				ChangedExtConnectivity: ev.Op.ChangedExtConnectivity, Error: ev.Op.Error}
+		} else {
+			ev.Op = nil
+		}
 	}
 	payload, err = json.Marshal(ev)
 	return ids, payload, err
