@@ -381,7 +381,11 @@ func (h *hook) installCluster(ctx context.Context) error {
 	}
 	if h.initFresh {
 		keep := h.tokens.ids()
-		later(func() { h.d.deleteOtherTokens(context.WithoutCancel(ctx), ms, keep) })
+		later(func() {
+			if owners := h.d.deleteOtherTokens(context.WithoutCancel(ctx), ms, keep); owners != nil {
+				h.tokens.setCertOwners(owners)
+			}
+		})
 	} else if h.initToken != "" {
 		later(func() { h.d.deleteToken(context.WithoutCancel(ctx), ms, h.initToken) })
 	}
@@ -611,7 +615,12 @@ func (h *hook) joinWorkers(ctx context.Context, ss *sessions, ms *session, worke
 		ss.addSecrets(tok)
 		args := []string{"-w", n.IP, "-i", h.topo.EndpointIP, "-t", tok, "-s", caHash,
 			"--api-port", strconv.Itoa(h.topo.EndpointPort), "--node-name", n.Name, "--node-ip", n.IP}
-		r, err := h.d.runScript(ctx, ws, args, scriptEnv(h.p, h.topo), append(proxySecrets(h.p), tok), note)
+		r, err := h.d.runScript(ctx, ws, args, scriptEnv(h.p, h.topo), append(proxySecrets(h.p), tok), func(msg string) {
+			if strings.HasPrefix(msg, bootstrappedLine) {
+				used() // the kubelet has bootstrapped: the token is not needed
+			}
+			note(msg)
+		})
 		used()
 		if err != nil {
 			return nil, err

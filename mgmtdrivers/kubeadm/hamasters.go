@@ -179,6 +179,9 @@ func (h *hook) certificateKey(ctx context.Context, ms *session) (string, error) 
 		return "", fmt.Errorf("kubeadm init phase upload-certs on %s printed no certificate key", ms.node.Name)
 	}
 	h.certs.key, h.certs.uploaded = all[len(all)-1][1], true
+	if h.tokens != nil {
+		h.tokens.setCertOwners(nil) // new certificates, owned by a new token
+	}
 	ms.x.AddSecrets(h.certs.key)
 	return h.certs.key, nil
 }
@@ -340,11 +343,21 @@ func (h *hook) joinControlPlane(ctx context.Context, ss *sessions, ms *session, 
 	args := []string{"-m", masterIPs(h.topo.Masters), "-i", h.topo.EndpointIP, "-t", tok, "-s", caHash, "-k", key,
 		"--api-port", strconv.Itoa(h.topo.EndpointPort), "--control-plane-join", "--node-name", n.Name, "--node-ip", n.IP}
 	h.gate.open() // the join is under way: the first master's other work may start
-	r, err := h.d.runScript(ctx, s, args, scriptEnv(h.p, h.topo), append(proxySecrets(h.p), tok, key), note)
-	if last {
-		h.dropCerts(ctx, ms) // not needed any more
-	}
-	used()
+	// The token and the certificates are not needed once the kubelet has
+	// bootstrapped (the script says so), or once the join ended.
+	done := sync.OnceFunc(func() {
+		if last {
+			h.dropCerts(ctx, ms)
+		}
+		used()
+	})
+	r, err := h.d.runScript(ctx, s, args, scriptEnv(h.p, h.topo), append(proxySecrets(h.p), tok, key), func(msg string) {
+		if strings.HasPrefix(msg, bootstrappedLine) {
+			go done() // not in the output's reader; done() below waits for it
+		}
+		note(msg)
+	})
+	done()
 	if err != nil {
 		return nil, nil, err
 	}

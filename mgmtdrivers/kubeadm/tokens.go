@@ -26,6 +26,11 @@ const (
 	expiryMark     = "__MINI_VNFM_EXPIRY__"
 )
 
+// bootstrappedLine starts the install script's progress line saying that a
+// join's kubelet has done its TLS bootstrap: the join's token (and the
+// uploaded control-plane certificates) are not needed any more.
+const bootstrappedLine = "kubelet bootstrapped"
+
 // newToken returns a random bootstrap token ([a-z0-9]{6}.[a-z0-9]{16}).
 func newToken() string {
 	b := make([]byte, 22)
@@ -99,7 +104,10 @@ type tokenPool struct {
 	dropped bool
 	pending int  // joins that may still need their token
 	certs   bool // drop deletes the uploaded control-plane certificates too
-	bg      *sync.WaitGroup
+	// certOwners are the Secrets owning kubeadm-certs when known (the
+	// clean-up after the init read them), so that drop need not look.
+	certOwners []string
+	bg         *sync.WaitGroup
 }
 
 // newTokenPool generates the tokens of nodes' joins (created on ms, the
@@ -217,11 +225,15 @@ func (p *tokenPool) drop(ctx context.Context) {
 		return
 	}
 	p.dropped = true
-	certs := "0"
-	if p.certs {
-		certs = "1"
+	look := "0"
+	var names []string
+	switch {
+	case p.certs && p.certOwners != nil:
+		names = append([]string{"kubeadm-certs"}, p.certOwners...)
+	case p.certs:
+		look = "1"
 	}
-	args := []string{"-c", dropScript, "drop-tokens", certs}
+	args := append([]string{"-c", dropScript, "drop-tokens", look}, names...)
 	if p.created {
 		for _, id := range p.ids() {
 			args = append(args, "bootstrap-token-"+id)
@@ -251,14 +263,36 @@ for s in $($kc get secrets --field-selector type=bootstrap.kubernetes.io/token -
 	done
 	if [ $keep = 0 ]; then del="$del $s"; fi
 done
-if [ -n "$del" ]; then $kc delete --ignore-not-found $del >/dev/null; fi`
+if [ -n "$del" ]; then $kc delete --ignore-not-found $del >/dev/null; fi
+echo "` + certOwnersMark + ` $owners"`
+
+// certOwnersMark heads deleteOtherTokensScript's line naming kubeadm-certs'
+// owners.
+const certOwnersMark = "VNFM_CERT_OWNERS"
+
+// setCertOwners records the Secrets owning kubeadm-certs (Secret names);
+// nil: not known (drop looks).
+func (p *tokenPool) setCertOwners(owners []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.certOwners = owners
+}
 
 // deleteOtherTokens removes every bootstrap token but keep's (right after
 // kubeadm init: its default 24 h token and the install script's), best
 // effort.
-func (d *Driver) deleteOtherTokens(ctx context.Context, m *session, keep []string) {
+// It returns the Secrets owning kubeadm-certs (nil when it failed).
+func (d *Driver) deleteOtherTokens(ctx context.Context, m *session, keep []string) []string {
 	cmd := remote.Command("sh", append([]string{"-c", deleteOtherTokensScript, "delete-tokens"}, keep...)...)
-	if _, err := m.x.Run(ctx, cmd, d.sudo(remote.RunOpts{})); err != nil {
+	res, err := m.x.Run(ctx, cmd, d.sudo(remote.RunOpts{}))
+	if err != nil {
 		m.log.Warn("could not delete the bootstrap tokens kubeadm init made; they expire on their own", "err", err)
+		return nil
 	}
+	for _, l := range strings.Split(res.Stdout, "\n") {
+		if rest, ok := strings.CutPrefix(l, certOwnersMark); ok {
+			return append([]string{}, strings.Fields(rest)...)
+		}
+	}
+	return nil
 }

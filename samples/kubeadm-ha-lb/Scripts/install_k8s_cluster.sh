@@ -665,8 +665,15 @@ join_node() {
 	fi
 	log "kubeadm join $endpoint --node-name $NODE_NAME${CERT_KEY:+ --control-plane}"
 	kubeadm_began
-	out=$(as_root kubeadm "${args[@]}" 2>&1) || fail "kubeadm join failed: $(tail -n 5 <<<"$out")"
+	watch_bootstrap &
+	local watcher=$!
+	out=$(as_root kubeadm "${args[@]}" 2>&1) || {
+		kill "$watcher" 2>/dev/null || true
+		fail "kubeadm join failed: $(tail -n 5 <<<"$out")"
+	}
 	kubeadm_ended
+	kill "$watcher" 2>/dev/null || true
+	wait "$watcher" 2>/dev/null || true
 	printf '%s\n' "$out"
 	grep -q "This node has joined the cluster" <<<"$out" || fail "kubeadm join did not report success"
 	[[ $ROLE != control-plane ]] || copy_kubeconfig
@@ -674,6 +681,21 @@ join_node() {
 	if [[ $ROLE == worker ]]; then
 		result node_registered "$(node_registered && echo true || echo false)"
 	fi
+}
+
+# watch_bootstrap says when the kubelet has done its TLS bootstrap (kubeadm
+# join waits for the kubelet.conf it writes): from then on the join needs
+# neither its bootstrap token nor the uploaded control-plane certificates
+# (downloaded before), and the caller may delete them while kubeadm goes on.
+watch_bootstrap() {
+	local i
+	for i in $(seq 1 6000); do
+		if [[ -f $ETC_K8S/kubelet.conf ]]; then
+			log "kubelet bootstrapped: the join token is no longer needed"
+			return 0
+		fi
+		sleep 0.2
+	done
 }
 
 # node_registered waits (at most 10 s) until this node's Node object exists,
