@@ -48,6 +48,37 @@ type Opener func(raw []byte, p secrets.Place) ([]byte, error)
 // encoding the stored instance again to open and decode it. docs are the
 // attributes' JSON as decoded.
 func scanInstanceOpen(row pgx.Row, open Opener) (*Instance, [][]byte, error) {
+	in, docs, err := scanInstanceRaw(row)
+	if err != nil {
+		return nil, nil, err
+	}
+	if open != nil {
+		for i, raw := range docs {
+			if secrets.HasSealed(raw) {
+				if docs[i], err = open(raw, InstancePlace(in.ID).Key(docNames[i])); err != nil {
+					return nil, nil, fmt.Errorf("cannot decrypt VNF instance %s: %w", in.ID, err)
+				}
+			}
+		}
+	}
+	if err := decodeDocs(&in.VnfInstance, docs); err != nil {
+		return nil, nil, err
+	}
+	return in, docs, nil
+}
+
+// scanInstanceHead is scanInstance without decoding the jsonb attributes,
+// for what needs only an instance's identity, names, state and version (the
+// events of notifications, an operation's creation): on an instantiated
+// instance, decoding instantiatedVnfInfo is most of the read.
+func scanInstanceHead(row pgx.Row) (*Instance, error) {
+	in, _, err := scanInstanceRaw(row)
+	return in, err
+}
+
+// scanInstanceRaw scans instanceCols: the jsonb attributes are returned as
+// read, in decodeDocs order, not decoded.
+func scanInstanceRaw(row pgx.Row) (*Instance, [][]byte, error) {
 	var (
 		in                       Instance
 		name, desc, pkg          *string
@@ -63,20 +94,7 @@ func scanInstanceOpen(row pgx.Row, open Opener) (*Instance, [][]byte, error) {
 		return nil, nil, err
 	}
 	in.VnfInstanceName, in.VnfInstanceDescription, in.VnfPkgID = deref(name), deref(desc), deref(pkg)
-	docs := [][]byte{vcp, vci, ivi, meta, ext}
-	if open != nil {
-		for i, raw := range docs {
-			if secrets.HasSealed(raw) {
-				if docs[i], err = open(raw, InstancePlace(in.ID).Key(docNames[i])); err != nil {
-					return nil, nil, fmt.Errorf("cannot decrypt VNF instance %s: %w", in.ID, err)
-				}
-			}
-		}
-	}
-	if err := decodeDocs(&in.VnfInstance, docs); err != nil {
-		return nil, nil, err
-	}
-	return &in, docs, nil
+	return &in, [][]byte{vcp, vci, ivi, meta, ext}, nil
 }
 
 // decodeDocs fills the jsonb attributes of in from their column values, in

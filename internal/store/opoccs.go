@@ -31,7 +31,8 @@ type OpOcc struct {
 }
 
 // CreatedFrom is the instance as the transaction that created the op
-// occurrence read it, locked (CreateOpOcc; nil otherwise). Until the
+// occurrence read it, locked (CreateOpOcc; nil otherwise): its identity,
+// names, state and version — its jsonb attributes are not decoded. Until the
 // operation itself writes it, the instance stays as it was then: it has one
 // unfinished operation at most, only an operation's end changes it while
 // one is unfinished (RefreshInstance writes settled instances only), and a
@@ -135,7 +136,7 @@ func (s *Store) CreateOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
 		)
 		b.Queue(`SELECT `+instanceCols+` FROM vnf_instances WHERE id=$1 FOR UPDATE`, n.VnfInstanceID).QueryRow(func(row pgx.Row) error {
 			var err error
-			in, err = scanInstance(row)
+			in, err = scanInstanceHead(row)
 			return err
 		})
 		b.Queue(`SELECT `+opCols+` FROM vnf_lcm_op_occs WHERE vnf_instance_id=$1 AND operation_state IN `+activeStates,
@@ -373,7 +374,7 @@ func notifyOps(ctx context.Context, tx pgx.Tx, ops []*OpOcc, targets []target) e
 	b.Queue(`SELECT `+instanceCols+` FROM vnf_instances WHERE id = ANY($1::uuid[])`, ids).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
 		for rows.Next() {
-			in, err := scanInstance(rows)
+			in, err := scanInstanceHead(rows)
 			if err != nil {
 				return err
 			}
