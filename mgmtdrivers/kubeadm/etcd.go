@@ -98,9 +98,9 @@ func (d *Driver) etcdctl(ctx context.Context, s *session, args ...string) (remot
 
 // etcdStateScript reads etcd in one session: the member list through the
 // endpoints $2, then, after a marker line, each member's health and, after
-// another, the endpoints' status (for the leader). With $3 = 1 the
-// cluster's nodes come first (kubectl get nodes), ended by a marker: a
-// control-plane join's checks are one round trip. The etcdctl is the
+// another, unless $4 = 0, the endpoints' status (for the leader). With $3 =
+// 1 the cluster's nodes come first (kubectl get nodes), ended by a marker: a
+// control-plane join's checks are one round trip (they need no leader). The etcdctl is the
 // host's (Debian/Ubuntu etcd-client) when installed, else the one in the
 // node's etcd static pod (kubectl exec); $1 is the node name.
 const etcdStateScript = `node=$1 eps=$2
@@ -122,6 +122,7 @@ urls=$(printf '%s\n' "$ml" | grep -o '"clientURLs":\[[^]]*\]' | grep -o 'https*:
 [ -n "$urls" ] || exit 0
 echo '` + etcdHealthMark + `'
 e --endpoints="$urls" endpoint health -w json || true
+[ "${4:-1}" = 1 ] || exit 0
 echo '` + etcdStatusMark + `'
 e --endpoints="$urls" endpoint status -w json 2>/dev/null || true`
 
@@ -154,11 +155,12 @@ func (d *Driver) etcdProbe(ctx context.Context, s *session, masters []*Node, wit
 	if s.node != nil {
 		eps = append([]string{"https://127.0.0.1:2379"}, eps...)
 	}
-	flag := "0"
+	// With the nodes (a join's checks), no leader.
+	nodesFlag, statusFlag := "0", "1"
 	if withNodes {
-		flag = "1"
+		nodesFlag, statusFlag = "1", "0"
 	}
-	cmd := remote.Command("sh", "-c", etcdStateScript, "etcd-state", s.node.Name, strings.Join(eps, ","), flag)
+	cmd := remote.Command("sh", "-c", etcdStateScript, "etcd-state", s.node.Name, strings.Join(eps, ","), nodesFlag, statusFlag)
 	res, err := s.x.Run(ctx, cmd, d.sudo(remote.RunOpts{Timeout: 45 * time.Second}))
 	out := res.Stdout
 	var nodes map[string]nodeState

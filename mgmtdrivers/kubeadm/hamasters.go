@@ -305,6 +305,11 @@ func (h *hook) joinControlPlane(ctx context.Context, ss *sessions, ms *session, 
 	}
 	if isMember {
 		// Left by a join that died half-way, or by the VM this one replaces.
+		// The join's checks do not read the leader; the removal moves
+		// leadership off the member first.
+		if full, err := h.d.etcdState(ctx, ms, h.topo.Masters); err == nil {
+			v = full
+		}
 		if err := h.d.removeEtcdMember(ctx, ms, v, n, h.topo.Masters, note); err != nil {
 			return nil, nil, err
 		}
