@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
@@ -292,6 +293,40 @@ func TestErrorDetailsNeverCarrySecrets(t *testing.T) {
 	for _, e := range j[op.ID] {
 		if strings.Contains(e.Error+e.Message, "node-pass-456") {
 			t.Fatalf("journal leaks a secret: %+v", e)
+		}
+	}
+}
+
+// A VIM given by vimId (or the default VIM) gets its credentials from the
+// registry when the run prepares: a driver error quoting them is scrubbed too.
+func TestErrorDetailsNeverCarryRegisteredVimSecrets(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.Infra = func(string) (driverapi.InfraDriver, bool) { return w.infra, true }
+	w.svc = lcm.NewService(w.cfg)
+	w.engine(5*time.Second, nil)
+	ctx := context.Background()
+	vim, err := w.svc.Vims().Register(ctx, []byte(`{"name":"reg","type":"openstack","auth_url":"http://127.0.0.1:1/v3",
+		"vim_project":{"name":"p"},"auth_cred":{"username":"nfv_user","password":"registry-pass-789"}}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := w.instance()
+	op, err := w.svc.Instantiate(ctx, id, []byte(`{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimId":"`+vim.ID+`"}],
+		"additionalParams":{"fake":{"failStep":"mgmt.instantiate_end","echoVimCredentials":true}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := w.wait(op.ID, model.StateFailedTemp)
+	if failed.Error == nil || !strings.Contains(failed.Error.Detail, "VIM access") {
+		t.Fatalf("the injected failure did not reach the op: %+v", failed.Error)
+	}
+	if strings.Contains(failed.Error.Detail, "registry-pass-789") || !strings.Contains(failed.Error.Detail, secrets.Mask) {
+		t.Fatalf("the registered VIM's password is in the error: %q", failed.Error.Detail)
+	}
+	j, _ := w.st.Journal(ctx, []string{op.ID})
+	for _, e := range j[op.ID] {
+		if strings.Contains(e.Error+e.Message, "registry-pass-789") {
+			t.Fatalf("journal leaks the registered VIM's password: %+v", e)
 		}
 	}
 }

@@ -413,6 +413,14 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 			}
 		}
 		w.capture(dop)
+		// The VIMs prepare resolved from the registry (vimId, the default
+		// VIM) carry credentials neither the request nor the stored instance
+		// had: errors and journal messages must not show them either.
+		b, err := json.Marshal(dop.Instance.VimConnectionInfo)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.secrets = append(r.secrets, secrets.ValuesJSON(b)...)
 	}
 	if r.lastWork, err = json.Marshal(w); err != nil {
 		return nil, nil, err

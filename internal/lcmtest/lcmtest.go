@@ -41,6 +41,10 @@ type Knobs struct {
 	// accepted, as a driver does when other resources stand in the way
 	// (*driverapi.ConflictError with this detail).
 	Conflict string `json:"conflict"`
+	// EchoVimCredentials makes a failing instantiate_end hook quote the
+	// VIM's credentials in its error, as a careless driver might: the
+	// engine must scrub them.
+	EchoVimCredentials bool `json:"echoVimCredentials"`
 }
 
 func knobsOf(ap map[string]any) Knobs {
@@ -382,6 +386,9 @@ func (m *Mgmt) InstantiateStart(ctx context.Context, op *driverapi.Op, p *MgmtPa
 // InstantiateEnd registers a marker in the instance's metadata.
 func (m *Mgmt) InstantiateEnd(ctx context.Context, op *driverapi.Op, p *MgmtParams) error {
 	if err := m.hook(ctx, p, model.HookInstantiateEnd); err != nil {
+		if p.Knobs.EchoVimCredentials && op.Vim != nil {
+			return fmt.Errorf("%w; VIM access %v", err, op.Vim.AccessInfo)
+		}
 		return err
 	}
 	if op.Instance.Metadata == nil {
