@@ -8,11 +8,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
@@ -667,6 +670,68 @@ func TestModifyInfoAndETag(t *testing.T) {
 	mb, _ := json.Marshal(in.Metadata)
 	if in.VnfInstanceName != "renamed" || string(mb) != `{"b":{"c":2,"d":3}}` {
 		t.Fatalf("after merge patch: name %q metadata %s", in.VnfInstanceName, mb)
+	}
+}
+
+// Moving an instance to another package (vnfdId or vnfPkgId) moves every
+// attribute that follows the package, as SOL003's changedInfo lists them;
+// what cannot succeed is refused when the request arrives.
+func TestModifyPackageMovesWhatFollowsIt(t *testing.T) {
+	w := newWorld(t)
+	w.engine(5*time.Second, nil)
+	ctx := context.Background()
+	v2 := lcmtest.SamplePackage()
+	v2.ID, v2.Vnfd.ID, v2.Vnfd.SoftwareVersion, v2.Vnfd.Version, v2.Vnfd.ProductName = uuid.NewString(), uuid.NewString(), "2.0", "2.1", "Sample K8s v2"
+	if err := w.st.PutPackage(ctx, v2); err != nil {
+		t.Fatal(err)
+	}
+	other := lcmtest.SamplePackage()
+	other.ID, other.Vnfd.ID = uuid.NewString(), uuid.NewString()
+	other.Vnfd.Flavours = map[string]*model.Flavour{"big": other.Vnfd.Flavours["simple"]}
+	if err := w.st.PutPackage(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+
+	id := w.instance()
+	for name, body := range map[string]string{
+		"unknown package":  `{"vnfPkgId":"` + uuid.NewString() + `"}`,
+		"disagreeing pair": `{"vnfPkgId":"` + v2.ID + `","vnfdId":"` + lcmtest.VnfdID + `"}`,
+		"unknown vnfdId":   `{"vnfdId":"` + uuid.NewString() + `"}`,
+	} {
+		if _, err := w.svc.Modify(ctx, id, []byte(body), 0); !isKind(err, lcm.KindInvalid) {
+			t.Errorf("%s: %v, want a refusal", name, err)
+		}
+	}
+	op, err := w.svc.Modify(ctx, id, []byte(`{"vnfPkgId":"`+v2.ID+`"}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := w.wait(op.ID, model.StateCompleted)
+	want := map[string]any{"vnfPkgId": v2.ID, "vnfdId": v2.Vnfd.ID, "vnfProductName": "Sample K8s v2", "vnfSoftwareVersion": "2.0", "vnfdVersion": "2.1"}
+	if !reflect.DeepEqual(done.ChangedInfo, want) {
+		t.Errorf("changedInfo %v, want %v", done.ChangedInfo, want)
+	}
+	in := w.mustInst(id)
+	if in.VnfPkgID != v2.ID || in.VnfdID != v2.Vnfd.ID || in.VnfProductName != "Sample K8s v2" || in.VnfSoftwareVersion != "2.0" || in.VnfdVersion != "2.1" || in.VnfProvider != "Company" {
+		t.Fatalf("after moving to package %s: %+v", v2.ID, in.VnfInstance)
+	}
+
+	// Back by vnfdId; then, instantiated, a VNFD without its flavour is refused.
+	op, err = w.svc.Modify(ctx, id, []byte(`{"vnfdId":"`+lcmtest.VnfdID+`"}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.wait(op.ID, model.StateCompleted)
+	if in := w.mustInst(id); in.VnfPkgID != lcmtest.PackageID || in.VnfdVersion != "1.0" {
+		t.Fatalf("after moving back by vnfdId: %+v", in.VnfInstance)
+	}
+	op, err = w.svc.Instantiate(ctx, id, instantiateBody(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.wait(op.ID, model.StateCompleted)
+	if _, err := w.svc.Modify(ctx, id, []byte(`{"vnfdId":"`+other.Vnfd.ID+`"}`), 0); !isKind(err, lcm.KindInvalid) || !strings.Contains(err.Error(), `"simple"`) {
+		t.Fatalf("moving an instance instantiated with flavour simple to a VNFD without it: %v, want a refusal naming the flavour", err)
 	}
 }
 
