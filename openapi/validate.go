@@ -165,9 +165,10 @@ func (v *RequestValidator) ValidateBody(ctx context.Context, r *http.Request, bo
 
 	if rb := route.Operation.RequestBody; rb != nil && rb.Value != nil && hasBody {
 		// Report broken JSON in our own words, with the byte offset.
-		if !json.Valid(body) {
-			var probe any
-			err := json.Unmarshal(body, &probe)
+		// Decoded, not only json.Valid: a number out of float64's range
+		// ({"a":1e999999}) is valid JSON that no handler can decode.
+		var probe any
+		if err := json.Unmarshal(body, &probe); err != nil {
 			return newRequestError([]string{"request body: " + describeJSONError(err)})
 		}
 		if rb.Value.Content.Get(vreq.Header.Get("Content-Type")) == nil {
