@@ -93,13 +93,21 @@ func (e *Engine) refreshOne(ctx context.Context, in *store.Instance) (bool, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
-	opened, err := e.svc.openInstance(&in.VnfInstance)
+	// Read again, opened, with its VNFD: the version the write is checked
+	// against is the one refreshed.
+	read, err := e.svc.st.OpenInstanceAndPackage(ctx, in.ID, e.svc.box.OpenJSON)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
-	pkg, err := e.svc.st.PackageByVnfdID(ctx, opened.VnfdID)
-	if err != nil {
-		return false, fmt.Errorf("VNF package of vnfdId %s: %w", opened.VnfdID, err)
+	if read.Package == nil || read.Package.Vnfd == nil {
+		return false, fmt.Errorf("VNF package of vnfdId %s: %w", read.VnfdID, store.ErrNotFound)
+	}
+	opened, pkg := &read.VnfInstance, read.Package
+	if len(opened.VimConnectionInfo) == 0 {
+		return false, nil
 	}
 	op := &driverapi.Op{Operation: "REFRESH", Instance: opened, Vnfd: pkg.Vnfd, Vim: &opened.VimConnectionInfo[0],
 		Infra: d, Log: e.log.With("vnfInstanceId", in.ID), Package: &pkgFiles{st: e.svc.st, pkgID: opened.VnfPkgID},
@@ -116,7 +124,7 @@ func (e *Engine) refreshOne(ctx context.Context, in *store.Instance) (bool, erro
 	if err != nil {
 		return false, err
 	}
-	wrote, err := e.svc.st.RefreshInstance(ctx, sealed, in.Version)
+	wrote, err := e.svc.st.RefreshInstance(ctx, sealed, read.Version)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}

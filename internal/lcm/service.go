@@ -187,24 +187,6 @@ func notFoundOp(id string) *Error {
 	return errorf(KindNotFound, "VNF LCM operation occurrence %s does not exist; list them with GET /vnflcm/v1/vnf_lcm_op_occs", id)
 }
 
-// openInstance decrypts a stored instance's sealed values. An instance
-// without a sealed value is returned itself, not a copy.
-func (s *Service) openInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return nil, err
-	}
-	if !secrets.HasSealed(b) {
-		return in, nil
-	}
-	plain, err := s.box.OpenJSON(b, store.InstancePlace(in.ID))
-	if err != nil {
-		return nil, fmt.Errorf("cannot decrypt VNF instance %s: %w", in.ID, err)
-	}
-	var out model.VnfInstance
-	return &out, json.Unmarshal(plain, &out)
-}
-
 // sealInstance seals the secrets of an opened instance for storing.
 func (s *Service) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
 	b, err := json.Marshal(in)
