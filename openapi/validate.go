@@ -135,11 +135,21 @@ func (v *RequestValidator) Validate(ctx context.Context, r *http.Request) error 
 		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 		r.ContentLength = int64(len(data))
 	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		// Report broken JSON in our own words, with the byte offset.
+		// Decoded, not only json.Valid: a number out of float64's range
+		// ({"a":1e999999}) is valid JSON that no handler can decode.
+		var probe any
+		if err := json.Unmarshal(body, &probe); err != nil {
+			return newRequestError([]string{"request body: " + describeJSONError(err)})
+		}
+	}
 	return v.ValidateBody(ctx, r, body)
 }
 
-// ValidateBody is Validate for a caller that has read the body already:
-// r.Body is not read, body is checked instead (nil: none).
+// ValidateBody is Validate for a caller that has read the body already and
+// decoded it (the API's readJSON answers broken JSON, with line and column,
+// before this runs): r.Body is not read, body is checked instead (nil: none).
 func (v *RequestValidator) ValidateBody(ctx context.Context, r *http.Request, body []byte) error {
 	// A shallow copy: the checks only read the request; what is changed
 	// for them (URL, body, a Content-Type header) is the copy's own.
@@ -164,13 +174,6 @@ func (v *RequestValidator) ValidateBody(ctx context.Context, r *http.Request, bo
 	vreq.GetBody = nil
 
 	if rb := route.Operation.RequestBody; rb != nil && rb.Value != nil && hasBody {
-		// Report broken JSON in our own words, with the byte offset.
-		// Decoded, not only json.Valid: a number out of float64's range
-		// ({"a":1e999999}) is valid JSON that no handler can decode.
-		var probe any
-		if err := json.Unmarshal(body, &probe); err != nil {
-			return newRequestError([]string{"request body: " + describeJSONError(err)})
-		}
 		if rb.Value.Content.Get(vreq.Header.Get("Content-Type")) == nil {
 			vreq.Header = vreq.Header.Clone()
 			vreq.Header.Set("Content-Type", preferredMediaType(rb.Value.Content))
