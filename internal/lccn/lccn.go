@@ -1,7 +1,8 @@
 // Package lccn holds SOL003 lifecycle change notifications: subscription
-// filters and how they match, and the notification payloads. It is a leaf:
-// the store uses it to fan events out to matching subscriptions inside the
-// transaction that changes state, the notifier to render what it sends.
+// filters and how they match, and the notification payloads. It imports only
+// model and secrets: the store uses it to fan events out to matching
+// subscriptions inside the transaction that changes state and to render the
+// body the outbox keeps, the notifier to make what it sends of that body.
 package lccn
 
 import (

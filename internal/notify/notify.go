@@ -194,9 +194,19 @@ func (n *Notifier) worker(ctx context.Context) {
 	}
 }
 
-const batch = 20
+const (
+	batch = 20
+	// rounds is how many rounds a notifier delivers to one subscription
+	// before it lets the subscription go back to the queue, where the one
+	// waiting longest comes first: a busy subscription does not keep a
+	// worker from the others.
+	rounds = 8
+)
 
-// deliverOne leases one subscription and sends its due notifications in order.
+// deliverOne leases one subscription and sends its due notifications in
+// order, a round of at most batch at a time, each round recorded (and the
+// next one claimed, as long as the subscription has more and for at most
+// rounds rounds) in one statement.
 func (n *Notifier) deliverOne(ctx context.Context) bool {
 	owner := n.owner + "/" + uuid.NewString()[:8]
 	lease := time.Duration(batch+1)*n.cfg.Timeout + 10*time.Second
@@ -214,38 +224,48 @@ func (n *Notifier) deliverOne(ctx context.Context) bool {
 	if err != nil {
 		n.log.Error("subscription authentication unreadable", "subscriptionId", sub.ID, "err", err)
 	}
-	// The round's records are written once, at its end (store.EndDelivery):
-	// a crash before that sends this round's notifications again, with the
-	// same notification ids — at least once, in order, as always.
-	var delivered []int64
-	var failure *store.DeliveryFailure
-	for _, d := range ds {
-		err := n.send(ctx, sub, auth, d)
-		if err == nil {
-			delivered = append(delivered, d.ID)
-			n.observe("delivered", time.Since(d.CreatedAt))
-			continue
+	for round := 1; ; round++ {
+		// A round's records are written once, at its end (store.EndDelivery):
+		// a crash before that sends this round's notifications again, with
+		// the same notification ids — at least once, in order, as always.
+		var delivered []int64
+		var failure *store.DeliveryFailure
+		for _, d := range ds {
+			err := n.send(ctx, sub, auth, d)
+			if err == nil {
+				delivered = append(delivered, d.ID)
+				n.observe("delivered", time.Since(d.CreatedAt))
+				continue
+			}
+			giveUp := time.Since(d.CreatedAt) > n.cfg.RetryFor
+			next := backoff(d.Attempts, n.cfg.BackoffMin, n.cfg.BackoffMax)
+			failure = &store.DeliveryFailure{ID: d.ID, Cause: err.Error(), Next: next, GiveUp: giveUp}
+			if giveUp {
+				n.observe("given_up", 0)
+				n.log.Error("notification given up after the retry period", "subscriptionId", sub.ID, "notificationId", d.NotificationID, "err", err)
+			} else {
+				n.observe("failed", 0)
+				n.log.Warn("notification delivery failed; will retry", "subscriptionId", sub.ID, "notificationId", d.NotificationID,
+					"attempt", d.Attempts+1, "retryIn", next, "err", err)
+			}
+			break
 		}
-		giveUp := time.Since(d.CreatedAt) > n.cfg.RetryFor
-		next := backoff(d.Attempts, n.cfg.BackoffMin, n.cfg.BackoffMax)
-		failure = &store.DeliveryFailure{ID: d.ID, Cause: err.Error(), Next: next, GiveUp: giveUp}
-		if giveUp {
-			n.observe("given_up", 0)
-			n.log.Error("notification given up after the retry period", "subscriptionId", sub.ID, "notificationId", d.NotificationID, "err", err)
-		} else {
-			n.observe("failed", 0)
-			n.log.Warn("notification delivery failed; will retry", "subscriptionId", sub.ID, "notificationId", d.NotificationID,
-				"attempt", d.Attempts+1, "retryIn", next, "err", err)
+		more := batch
+		if round >= rounds || ctx.Err() != nil {
+			more = 0 // release the lease
 		}
-		break
+		// What was sent is recorded even when the notifier is stopping.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.Timeout)
+		ds, err = n.cfg.Store.EndDelivery(rctx, sub.ID, owner, delivered, failure, more, lease)
+		cancel()
+		if err != nil {
+			n.log.Warn("recording deliveries", "subscriptionId", sub.ID, "err", err)
+			return true
+		}
+		if len(ds) == 0 {
+			return true // released
+		}
 	}
-	// What was sent is recorded even when the notifier is stopping.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.Timeout)
-	defer cancel()
-	if err := n.cfg.Store.EndDelivery(rctx, sub.ID, owner, delivered, failure); err != nil {
-		n.log.Warn("recording deliveries", "subscriptionId", sub.ID, "err", err)
-	}
-	return true
 }
 
 func (n *Notifier) observe(result string, latency time.Duration) {
@@ -295,11 +315,25 @@ func (n *Notifier) auth(sub *store.Subscription) (*Authentication, error) {
 	return &a, json.Unmarshal(raw, &a)
 }
 
+// send POSTs the notification d to sub (its body made of what the outbox
+// keeps, not decoded).
 func (n *Notifier) send(ctx context.Context, sub *store.Subscription, auth *Authentication, d store.Delivery) error {
-	b, err := render(d.Event, d.NotificationID, sub.ID, n.cfg.BaseURL, d.CreatedAt)
-	if err != nil {
-		return err
+	body := d.Body
+	if body == nil { // queued by an older build
+		b, err := lccn.Body(*d.Event, d.NotificationID)
+		if err != nil {
+			return err
+		}
+		body = b
 	}
+	b, err := lccn.AppendNotification(make([]byte, 0, len(body)+320), body, n.cfg.BaseURL, sub.ID, d.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("notification %s: %w", d.NotificationID, err)
+	}
+	return n.post(ctx, sub, auth, b)
+}
+
+func (n *Notifier) post(ctx context.Context, sub *store.Subscription, auth *Authentication, b []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.CallbackURI, bytes.NewReader(b))

@@ -302,17 +302,18 @@ func (fb *finishBatch) queue(b *pgx.Batch, done map[string]*OpOcc) {
 
 // outboxBatch is the outbox rows of several events, in order, as one INSERT.
 type outboxBatch struct {
-	nids, subs, events []string
+	nids, subs, bodies []string
 }
 
 func (ob *outboxBatch) add(targets []target, ev lccn.Event) error {
-	ids, payload, err := outboxOf(targets, ev)
+	nid := uuid.NewString() // one notification id for every copy
+	ids, body, err := outboxOf(targets, ev, nid)
 	if err != nil || len(ids) == 0 {
 		return err
 	}
-	nid := uuid.NewString() // one notification id for every copy
+	b := string(body)
 	for _, id := range ids {
-		ob.nids, ob.subs, ob.events = append(ob.nids, nid), append(ob.subs, id), append(ob.events, string(payload))
+		ob.nids, ob.subs, ob.bodies = append(ob.nids, nid), append(ob.subs, id), append(ob.bodies, b)
 	}
 	return nil
 }
@@ -321,9 +322,9 @@ func (ob *outboxBatch) queue(b *pgx.Batch) {
 	if len(ob.nids) == 0 {
 		return
 	}
-	b.Queue(`INSERT INTO notification_outbox (notification_id, subscription_id, event)
-		SELECT n, s, e::jsonb FROM unnest($1::uuid[], $2::uuid[], $3::text[]) WITH ORDINALITY AS u(n, s, e, k) ORDER BY k`,
-		ob.nids, ob.subs, ob.events)
+	b.Queue(`INSERT INTO notification_outbox (notification_id, subscription_id, body)
+		SELECT n, s, b FROM unnest($1::uuid[], $2::uuid[], $3::text[]) WITH ORDINALITY AS u(n, s, b, k) ORDER BY k`,
+		ob.nids, ob.subs, ob.bodies)
 }
 
 // fenceQuery is the group's fence statement and its arguments.

@@ -68,8 +68,8 @@ func TestClaimNTakesSeveralOldestFirst(t *testing.T) {
 	}
 	var processing []string
 	for _, d := range ds {
-		if d.Event.OperationState == model.StateProcessing {
-			processing = append(processing, d.Event.OpOccID)
+		if n := notificationOf(t, d); n["operationState"] == model.StateProcessing {
+			processing = append(processing, n["vnfLcmOpOccId"].(string))
 		}
 	}
 	if strings.Join(processing, ",") != strings.Join(ids, ",") {
@@ -253,8 +253,16 @@ func TestWriteOpsJournalGroupEqualsOneByOne(t *testing.T) {
 func TestWriteOpsGroupFinishes(t *testing.T) {
 	st := open(t)
 	ctx := context.Background()
-	if _, err := st.CreateSubscription(ctx, &store.Subscription{ID: uuid.NewString(), CallbackURI: "http://127.0.0.1:1/n",
-		Filter: &lccn.Filter{NotificationTypes: []string{lccn.TypeOpOcc}, OperationStates: []string{model.StateCompleted, model.StateFailedTemp}}}); err != nil {
+	all, err := st.CreateSubscription(ctx, &store.Subscription{ID: uuid.NewString(), CallbackURI: "http://127.0.0.1:1/n",
+		Filter: &lccn.Filter{NotificationTypes: []string{lccn.TypeOpOcc}, OperationStates: []string{model.StateCompleted, model.StateFailedTemp}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The event is of the instance as the finish leaves it.
+	named, err := st.CreateSubscription(ctx, &store.Subscription{ID: uuid.NewString(), CallbackURI: "http://127.0.0.1:1/c",
+		Filter: &lccn.Filter{NotificationTypes: []string{lccn.TypeOpOcc}, OperationStates: []string{model.StateCompleted},
+			VnfInstanceSubscriptionFilter: &lccn.InstanceFilter{VnfInstanceNames: []string{"c"}}}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	newOps(t, st, 4)
@@ -326,18 +334,27 @@ func TestWriteOpsGroupFinishes(t *testing.T) {
 	if got, _ := st.GetOpOcc(ctx, ops[1].ID); got.OperationState != model.StateProcessing || len(got.Work) != 0 {
 		t.Fatalf("the fenced-out op: %s work %s", got.OperationState, got.Work)
 	}
-	_, ds, err := st.ClaimSubscription(ctx, "n", time.Minute, 100)
-	if err != nil {
-		t.Fatal(err)
+	queued := map[string][]store.Delivery{}
+	for range 2 {
+		sub, ds, err := st.ClaimSubscription(ctx, "n", time.Minute, 100)
+		if err != nil || sub == nil {
+			t.Fatalf("claim: %v %v", sub, err)
+		}
+		queued[sub.ID] = ds
 	}
 	var order []string
+	ds := queued[all.ID]
 	for _, d := range ds {
-		order = append(order, d.Event.OpOccID+" "+d.Event.OperationState)
+		n := notificationOf(t, d)
+		order = append(order, n["vnfLcmOpOccId"].(string)+" "+n["operationState"].(string))
 	}
 	if want := []string{ops[2].ID + " COMPLETED", ops[0].ID + " COMPLETED", ops[3].ID + " FAILED_TEMP"}; strings.Join(order, ",") != strings.Join(want, ",") {
 		t.Fatalf("notifications %v, want %v", order, want)
 	}
-	if ds[0].Event.Instance.Name != "c" || ds[0].NotificationID == ds[1].NotificationID {
-		t.Fatalf("notification of op 2: %+v", ds[0])
+	if ds[0].NotificationID == ds[1].NotificationID {
+		t.Fatalf("notifications of ops 2 and 0 share an id: %+v", ds[:2])
+	}
+	if c := queued[named.ID]; len(c) != 1 || notificationOf(t, c[0])["vnfLcmOpOccId"] != ops[2].ID {
+		t.Fatalf("notifications for instances named c: %+v", c)
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lccn"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
@@ -141,19 +140,23 @@ func scanTargets(rows pgx.Rows) ([]target, error) {
 // matches it, in one statement; nothing when none matches. The caller wakes
 // the notifiers (pg_notify on ChannelOutbox) once per transaction.
 func queueOutbox(b *pgx.Batch, targets []target, ev lccn.Event) error {
-	ids, payload, err := outboxOf(targets, ev)
+	nid := uuid.NewString() // one notification id for every copy
+	ids, body, err := outboxOf(targets, ev, nid)
 	if err != nil || len(ids) == 0 {
 		return err
 	}
-	// One notification id for every copy; rows in target order.
-	b.Queue(`INSERT INTO notification_outbox (notification_id, subscription_id, event)
-		SELECT $1, s, $3 FROM unnest($2::uuid[]) WITH ORDINALITY AS u(s, n) ORDER BY n`, uuid.NewString(), ids, payload)
+	// Rows in target order.
+	b.Queue(`INSERT INTO notification_outbox (notification_id, subscription_id, body)
+		SELECT $1, s, $3 FROM unnest($2::uuid[]) WITH ORDINALITY AS u(s, n) ORDER BY n`, nid, ids, string(body))
 	return nil
 }
 
 // outboxOf returns the subscriptions whose filters match ev, in target
-// order, and the event as the outbox stores it (nil ids: none matches).
-func outboxOf(targets []target, ev lccn.Event) (ids []string, payload []byte, err error) {
+// order, and what the outbox keeps of the notification with id nid (nil
+// ids: none matches): its body (lccn.Body), rendered here once for every
+// copy and every attempt; notifiers send it without decoding it.
+// Notifications never carry request bodies.
+func outboxOf(targets []target, ev lccn.Event, nid string) (ids []string, body []byte, err error) {
 	for _, t := range targets {
 		if t.f.Match(ev) {
 			ids = append(ids, t.id)
@@ -162,19 +165,8 @@ func outboxOf(targets []target, ev lccn.Event) (ids []string, payload []byte, er
 	if len(ids) == 0 {
 		return nil, nil, nil
 	}
-	if ev.Op != nil {
-		// Only a RESULT's details come from the snapshot (lccn.Payload); a
-		// START needs none. Every notifier decodes what is stored here.
-		// Notifications never carry request bodies.
-		if lccn.Status(ev.OperationState) == "RESULT" {
-			ev.Op = &model.VnfLcmOpOcc{ResourceChanges: ev.Op.ResourceChanges, ChangedInfo: ev.Op.ChangedInfo,
-				ChangedExtConnectivity: ev.Op.ChangedExtConnectivity, Error: ev.Op.Error}
-		} else {
-			ev.Op = nil
-		}
-	}
-	payload, err = json.Marshal(ev)
-	return ids, payload, err
+	body, err = lccn.Body(ev, nid)
+	return ids, body, err
 }
 
 // opEventOf is the event of an op occurrence's new state, about instance in.
@@ -236,59 +228,117 @@ type Delivery struct {
 	ID             int64
 	NotificationID string
 	SubscriptionID string
-	Event          lccn.Event
-	Attempts       int
-	CreatedAt      time.Time
+	// Body is what the notification says (lccn.Body): lccn.AppendNotification
+	// makes the notification of it.
+	Body []byte
+	// Event is, for a notification queued by an older build (no Body), the
+	// event to render.
+	Event     *lccn.Event
+	Attempts  int
+	CreatedAt time.Time
+}
+
+// deliveryCols are a pending notification's columns for scanDelivery
+// (outbox alias o); the event only for rows without a body.
+const deliveryCols = `o.id, o.notification_id, o.subscription_id, o.body, CASE WHEN o.body IS NULL THEN o.event END, o.attempts, o.created_at`
+
+// pendingRows is the lateral subquery of a subscription's next pending
+// notifications, in order: $max of them, none when keep is false, never
+// one of $done (recorded by the same statement, which does not see it).
+func pendingRows(sub, keep, done, max string) string {
+	return `LEFT JOIN LATERAL (SELECT ` + deliveryCols + ` FROM notification_outbox o
+		WHERE ` + keep + ` AND o.subscription_id = ` + sub + ` AND o.delivered_at IS NULL AND o.failed_at IS NULL
+			AND o.id <> ALL(` + done + `) ORDER BY o.id LIMIT ` + max + `) d ON true`
+}
+
+// scanDelivery reads deliveryCols; ok is false for the null row of an outer
+// join (no pending notification).
+func scanDelivery(id *int64, nid, sub *string, body, event []byte, attempts *int32, created *time.Time) (Delivery, bool, error) {
+	if id == nil {
+		return Delivery{}, false, nil
+	}
+	d := Delivery{ID: *id, NotificationID: deref(nid), SubscriptionID: deref(sub), Body: body, CreatedAt: *created}
+	if attempts != nil {
+		d.Attempts = int(*attempts)
+	}
+	if body == nil {
+		d.Event = &lccn.Event{}
+		if err := json.Unmarshal(event, d.Event); err != nil {
+			return d, false, fmt.Errorf("store: notification %d: %w", d.ID, err)
+		}
+	}
+	return d, true, nil
+}
+
+// deliveryRow holds one row's delivery columns.
+type deliveryRow struct {
+	id          *int64
+	nid, sub    *string
+	body, event []byte
+	attempts    *int32
+	created     *time.Time
+}
+
+func (r *deliveryRow) dest() []any {
+	return []any{&r.id, &r.nid, &r.sub, &r.body, &r.event, &r.attempts, &r.created}
+}
+
+func (r *deliveryRow) delivery() (Delivery, bool, error) {
+	return scanDelivery(r.id, r.nid, r.sub, r.body, r.event, r.attempts, r.created)
 }
 
 // ClaimSubscription leases a subscription whose oldest undelivered
 // notification is due, and returns up to max of its pending notifications in
-// order. Holding the subscription, not single rows, keeps deliveries ordered.
+// order, in one statement (one round trip, its own transaction). Holding the
+// subscription, not single rows, keeps deliveries ordered.
 //
-// Like EndDelivery, the lease's commit does not wait for the WAL flush: a
-// lease a database crash forgets is simply free again.
+// Like EndDelivery, the lease's commit does not wait for the WAL flush
+// (synchronous_commit off for this transaction): a lease a database crash
+// forgets is simply free again.
 func (s *Store) ClaimSubscription(ctx context.Context, owner string, lease time.Duration, max int) (*Subscription, []Delivery, error) {
-	var sub *Subscription
-	var out []Delivery
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		sub, out = nil, nil
-		var b pgx.Batch
-		b.Queue(`SET LOCAL synchronous_commit = off`)
-		b.Queue(`UPDATE subscriptions s SET delivery_owner=$1, delivery_until=now()+$2::interval
+	rows, err := s.pool.Query(ctx, `WITH c AS (UPDATE subscriptions s SET delivery_owner=$1, delivery_until=now()+$2::interval
 		WHERE s.id = (SELECT h.subscription_id FROM (
 				SELECT DISTINCT ON (subscription_id) subscription_id, next_attempt_at
 				FROM notification_outbox WHERE delivered_at IS NULL AND failed_at IS NULL ORDER BY subscription_id, id) h
 			JOIN subscriptions s2 ON s2.id = h.subscription_id
 			WHERE h.next_attempt_at <= now() AND (s2.delivery_until IS NULL OR s2.delivery_until < now())
 			ORDER BY h.next_attempt_at LIMIT 1 FOR UPDATE OF s2 SKIP LOCKED)
-		RETURNING `+subCols, owner, lease.String()).QueryRow(func(row pgx.Row) error {
-			var err error
-			sub, err = scanSub(row)
-			if errors.Is(err, ErrNotFound) {
-				return nil
-			}
-			return err
-		})
-		b.Queue(`SELECT id, notification_id, subscription_id, event, attempts, created_at
-		FROM notification_outbox WHERE subscription_id = (SELECT id FROM subscriptions WHERE delivery_owner=$1)
-			AND delivered_at IS NULL AND failed_at IS NULL ORDER BY id LIMIT $2`, owner, max).Query(func(rows pgx.Rows) error {
-			defer rows.Close()
-			for rows.Next() {
-				var d Delivery
-				var ev []byte
-				if err := rows.Scan(&d.ID, &d.NotificationID, &d.SubscriptionID, &ev, &d.Attempts, &d.CreatedAt); err != nil {
-					return err
+		RETURNING s.id, s.seq, s.callback_uri, s.filter, s.authentication, s.created_at,
+			set_config('synchronous_commit', 'off', true))
+		SELECT c.id, c.seq, c.callback_uri, c.filter, c.authentication, c.created_at, d.*
+		FROM c `+pendingRows("c.id", "true", "'{}'::bigint[]", "$3")+` ORDER BY d.id`, owner, lease.String(), max)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var sub *Subscription
+	var out []Delivery
+	for rows.Next() {
+		var (
+			sc  Subscription
+			f   []byte
+			row deliveryRow
+		)
+		if err := rows.Scan(append([]any{&sc.ID, &sc.Seq, &sc.CallbackURI, &f, &sc.Authentication, &sc.CreatedAt}, row.dest()...)...); err != nil {
+			return nil, nil, err
+		}
+		if sub == nil {
+			if len(f) > 0 {
+				if err := json.Unmarshal(f, &sc.Filter); err != nil {
+					return nil, nil, fmt.Errorf("store: subscription %s filter: %w", sc.ID, err)
 				}
-				if err := json.Unmarshal(ev, &d.Event); err != nil {
-					return err
-				}
-				out = append(out, d)
 			}
-			return rows.Err()
-		})
-		return tx.SendBatch(ctx, &b).Close()
-	})
-	if err != nil || sub == nil {
+			sub = &sc
+		}
+		d, ok, err := row.delivery()
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			out = append(out, d)
+		}
+	}
+	if err := rows.Err(); err != nil {
 		return nil, nil, err
 	}
 	return sub, out, nil
@@ -305,43 +355,96 @@ type DeliveryFailure struct {
 }
 
 // EndDelivery records a delivery round of a leased subscription in one
-// transaction and releases the lease: the notifications delivered, in order,
-// and the failure that stopped the round (nil: none). A failed notification is
-// retried after failure.Next and blocks the subscription until then, to keep
-// the order. Fenced by the lease: ErrLeaseLost, and nothing recorded, when
-// another notifier holds the subscription now.
+// statement (one round trip, its own transaction): the notifications
+// delivered, in order, and the failure that stopped the round (nil: none).
+// A failed notification is retried after failure.Next and blocks the
+// subscription until then, to keep the order. Fenced by the lease:
+// ErrLeaseLost, and nothing recorded, when another notifier holds the
+// subscription now.
+//
+// With next > 0, no failure, and a due notification still pending, the same
+// statement keeps the lease for another lease period and returns up to next
+// of the pending notifications, in order: the next round, claimed without a
+// round trip of its own. Otherwise (no notification returned) it releases
+// the lease.
 //
 // The commit does not wait for the WAL flush (synchronous_commit off): a
 // database crash may forget the last fraction of a second of these records,
 // and the notifications they cover are then sent again — with their
 // notification ids, as after any crash between a send and its record. A
 // crash of the VNFM loses nothing: the commit is done when this returns.
-func (s *Store) EndDelivery(ctx context.Context, subID, owner string, delivered []int64, failure *DeliveryFailure) error {
-	return inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var b pgx.Batch
-		b.Queue(`SET LOCAL synchronous_commit = off`)
-		fence := func(want int) func(pgconn.CommandTag) error {
-			return func(tag pgconn.CommandTag) error {
-				if tag.RowsAffected() != int64(want) {
-					return ErrLeaseLost
-				}
-				return nil
+func (s *Store) EndDelivery(ctx context.Context, subID, owner string, delivered []int64, failure *DeliveryFailure,
+	next int, lease time.Duration) ([]Delivery, error) {
+	if delivered == nil {
+		delivered = []int64{}
+	}
+	var (
+		failedID *int64
+		cause    *string
+		retryIn  *string
+		giveUp   bool
+	)
+	if f := failure; f != nil {
+		in := f.Next.String()
+		failedID, cause, retryIn, giveUp = &f.ID, &f.Cause, &in, f.GiveUp
+		next = 0
+	}
+	// m: whether to keep the lease — the oldest notification left pending
+	// is due (as a claim would find it); r: the lease, fenced by its owner,
+	// kept or released; d, f: the round's records, only when r holds.
+	rows, err := s.pool.Query(ctx, `WITH m AS (SELECT $9::int > 0 AND COALESCE((SELECT o.next_attempt_at <= now()
+			FROM notification_outbox o WHERE o.subscription_id = $1 AND o.delivered_at IS NULL AND o.failed_at IS NULL
+				AND o.id <> ALL($3::bigint[]) ORDER BY o.id LIMIT 1), false) AS keep),
+		r AS (UPDATE subscriptions s SET delivery_owner = CASE WHEN m.keep THEN s.delivery_owner END,
+				delivery_until = CASE WHEN m.keep THEN now()+$8::interval END
+			FROM m WHERE s.id = $1 AND s.delivery_owner = $2
+			RETURNING s.id, m.keep, set_config('synchronous_commit', 'off', true)),
+		dl AS (UPDATE notification_outbox o SET delivered_at=now(), attempts=o.attempts+1, last_error=NULL
+			FROM r WHERE o.subscription_id = r.id AND o.id = ANY($3::bigint[]) RETURNING o.id),
+		fl AS (UPDATE notification_outbox o SET attempts=o.attempts+1, last_error=$5,
+				next_attempt_at=now()+$6::interval, failed_at=CASE WHEN $7 THEN now() END
+			FROM r WHERE o.subscription_id = r.id AND o.id = $4::bigint RETURNING o.id)
+		SELECT (SELECT count(*) FROM dl), (SELECT count(*) FROM fl), d.*
+		FROM r `+pendingRows("r.id", "r.keep", "$3::bigint[]", "$9")+` ORDER BY d.id`,
+		subID, owner, delivered, failedID, cause, retryIn, giveUp, lease.String(), next)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Delivery
+	held := false
+	for rows.Next() {
+		var (
+			nd, nf int64
+			row    deliveryRow
+		)
+		if err := rows.Scan(append([]any{&nd, &nf}, row.dest()...)...); err != nil {
+			return nil, err
+		}
+		if !held {
+			held = true
+			if failure != nil && nf != 1 {
+				return nil, fmt.Errorf("store: the failed notification %d of subscription %s was not recorded", failure.ID, subID)
+			}
+			if nd != int64(len(delivered)) {
+				return nil, fmt.Errorf("store: recorded %d of %d delivered notifications of subscription %s", nd, len(delivered), subID)
 			}
 		}
-		if len(delivered) > 0 {
-			b.Queue(`UPDATE notification_outbox o SET delivered_at=now(), attempts=o.attempts+1, last_error=NULL
-				FROM subscriptions s WHERE o.id = ANY($3) AND s.id=$1 AND s.delivery_owner=$2 AND o.subscription_id=s.id`,
-				subID, owner, delivered).Exec(fence(len(delivered)))
+		d, ok, err := row.delivery()
+		if err != nil {
+			return nil, err
 		}
-		if f := failure; f != nil {
-			b.Queue(`UPDATE notification_outbox o SET attempts=o.attempts+1, last_error=$4,
-				next_attempt_at=now()+$5::interval, failed_at=CASE WHEN $6 THEN now() END
-				FROM subscriptions s WHERE o.id=$3 AND s.id=$1 AND s.delivery_owner=$2 AND o.subscription_id=s.id`,
-				subID, owner, f.ID, f.Cause, f.Next.String(), f.GiveUp).Exec(fence(1))
+		if ok {
+			out = append(out, d)
 		}
-		b.Queue(`UPDATE subscriptions SET delivery_owner=NULL, delivery_until=NULL WHERE id=$1 AND delivery_owner=$2`, subID, owner)
-		return tx.SendBatch(ctx, &b).Close()
-	})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if !held {
+		return nil, ErrLeaseLost
+	}
+	return out, nil
 }
 
 // PruneDelivered deletes delivered notifications older than age.

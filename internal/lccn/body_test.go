@@ -1,4 +1,4 @@
-package notify
+package lccn_test
 
 import (
 	"bytes"
@@ -11,9 +11,10 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 )
 
-// render sends exactly what masking the payload map and encoding it sent:
-// same members, same order, same masking, for every kind of notification.
-func TestRenderIsTheMaskedPayload(t *testing.T) {
+// A notification made of its body sends exactly what masking the payload
+// map and encoding it sent: same members, same order, same masking, for
+// every kind of notification, whatever the base URL and subscription id.
+func TestBodyMakesTheMaskedPayload(t *testing.T) {
 	inst := lccn.Instance{ID: "6f1e2d3c-0000-4000-8000-000000000001", Name: "k8s <&>"}
 	// As the notifier reads it: decoded from the outbox's JSON.
 	var full model.VnfLcmOpOcc
@@ -35,27 +36,47 @@ func TestRenderIsTheMaskedPayload(t *testing.T) {
 		"empty":    {Type: lccn.TypeOpOcc, Instance: inst, OpOccID: "op-2", Operation: "SCALE", OperationState: "FAILED_TEMP", Op: &empty},
 		"no op":    {Type: lccn.TypeOpOcc, Instance: inst, OpOccID: "op-3", Operation: "HEAL", OperationState: "ROLLED_BACK"},
 		"blank":    {Type: lccn.TypeOpOcc},
+		"odd ids": {Type: lccn.TypeOpOcc, Instance: lccn.Instance{ID: "i\"<&>\\ \u2028é,\"vnfInstanceId\":\""}, OpOccID: "o\\\"}",
+			Operation: "HEAL", OperationState: "FAILED_TEMP", Op: &full},
+		"odd creation": {Type: lccn.TypeCreation, Instance: lccn.Instance{ID: ",\"vnfInstanceId\":\"x"}},
 	}
 	at := time.Date(2026, 11, 26, 16, 0, 0, 123456789, time.FixedZone("x", 3600))
 	for name, e := range events {
-		t.Run(name, func(t *testing.T) {
-			want, err := json.Marshal(secrets.MaskDoc(lccn.Payload(e, "n-1", "s-1", "https://vnfm.example:9890", at)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := render(e, "n-1", "s-1", "https://vnfm.example:9890", at)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("render:\n%s\nmasked payload:\n%s", got, want)
-			}
-		})
+		for _, base := range []string{"https://vnfm.example:9890", "", "https://v.example/p?a=1&b=2", "http://[::1]:80/a&b<c>\"q\"/é\u2028"} {
+			t.Run(name, func(t *testing.T) {
+				want, err := json.Marshal(secrets.MaskDoc(lccn.Payload(e, "n-1", "s-1", base, at)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := lccn.Body(e, "n-1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := lccn.AppendNotification([]byte("kept"), b, base, "s-1", at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, append([]byte("kept"), want...)) {
+					t.Fatalf("from the body:\n%s\nmasked payload:\n%s", got, want)
+				}
+			})
+		}
 	}
-	got, _ := render(events["result"], "n-1", "s-1", "", at)
+	b, _ := lccn.Body(events["result"], "n-1")
+	got, _ := lccn.AppendNotification(nil, b, "", "s-1", at)
 	for _, secret := range []string{"p-456", "k-789"} {
 		if bytes.Contains(got, []byte(secret)) {
 			t.Fatalf("changedInfo's secret %s sent: %s", secret, got)
+		}
+	}
+}
+
+// What is not a body is refused, not spliced.
+func TestAppendNotificationRefusesWhatIsNotABody(t *testing.T) {
+	for _, b := range []string{``, `{}`, `{"id":"n"}`, `{"vnfInstanceId":"i"`, `{"vnfInstanceId":"i","x":1}`,
+		`{"vnfInstanceId":"i}`, `{"id":"n","vnfInstanceId":"i","vnfLcmOpOccId":"o}`, `["vnfInstanceId":"i"]`} {
+		if got, err := lccn.AppendNotification(nil, []byte(b), "", "s", time.Unix(0, 0)); err == nil {
+			t.Errorf("%s: made %s", b, got)
 		}
 	}
 }
