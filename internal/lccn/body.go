@@ -15,7 +15,8 @@ import (
 // notification without the members that differ per delivery — _links,
 // subscriptionId and timeStamp. AppendNotification adds them. The members
 // are those of json.Marshal(secrets.MaskDoc(Payload(...))), in its order (by
-// name), changedInfo masked; a notifier sends it without decoding it.
+// name), changedInfo and the resource changes' free-form maps masked
+// (maskedChanges); a notifier sends it without decoding it.
 func Body(e Event, id string) ([]byte, error) {
 	p := body{ID: id, NotificationType: e.Type, VnfInstanceID: e.Instance.ID}
 	if e.Type == TypeOpOcc {
@@ -24,7 +25,7 @@ func Body(e Event, id string) ([]byte, error) {
 		p.IsAutomaticInvocation, p.VnfLcmOpOccID = &e.IsAutomaticInvocation, &e.OpOccID
 		if status == "RESULT" && e.Op != nil {
 			if rc := e.Op.ResourceChanges; rc != nil {
-				p.AffectedVnfcs, p.AffectedVirtualLinks, p.AffectedVirtualStorages = rc.AffectedVnfcs, rc.AffectedVirtualLinks, rc.AffectedVirtualStorages
+				p.AffectedVnfcs, p.AffectedVirtualLinks, p.AffectedVirtualStorages = maskedChanges(rc)
 			}
 			if len(e.Op.ChangedInfo) > 0 {
 				// The only attribute MaskDoc can reach below the top:

@@ -20,8 +20,8 @@ func TestBodyMakesTheMaskedPayload(t *testing.T) {
 	var full model.VnfLcmOpOcc
 	if err := json.Unmarshal([]byte(`{"id":"op-1","operationState":"COMPLETED","operation":"INSTANTIATE",
 		"resourceChanges":{"affectedVnfcs":[{"id":"c1","vduId":"master","changeType":"ADDED",
-			"computeResource":{"resourceId":"srv-1"},"metadata":{"password":"kept-as-before","n":1}}],
-			"affectedVirtualLinks":[{"id":"vl","token":"t-123"}],"affectedVirtualStorages":[{"id":"st"}]},
+			"computeResource":{"resourceId":"srv-1"},"metadata":{"password":"vnfc-pw","n":1,"big":12345678901234567890}}],
+			"affectedVirtualLinks":[{"id":"vl","token":"t-123","nested":{"apiKey":"vl-key"}}],"affectedVirtualStorages":[{"id":"st","secret":"st-321"}]},
 		"changedInfo":{"vnfInstanceName":"new","metadata":{"db_password":"p-456","list":[{"apiKey":"k-789"},"x"]},"n":2.5},
 		"changedExtConnectivity":[{"id":"ext","resourceHandle":{"resourceId":"net-1"}}],
 		"error":{"status":500,"title":"failed","detail":"step x: <boom> & more"}}`), &full); err != nil {
@@ -64,9 +64,9 @@ func TestBodyMakesTheMaskedPayload(t *testing.T) {
 	}
 	b, _ := lccn.Body(events["result"], "n-1")
 	got, _ := lccn.AppendNotification(nil, b, "", "s-1", at)
-	for _, secret := range []string{"p-456", "k-789"} {
+	for _, secret := range []string{"p-456", "k-789", "vnfc-pw", "t-123", "vl-key", "st-321"} {
 		if bytes.Contains(got, []byte(secret)) {
-			t.Fatalf("changedInfo's secret %s sent: %s", secret, got)
+			t.Fatalf("secret %s sent: %s", secret, got)
 		}
 	}
 }

@@ -195,14 +195,15 @@ func Payload(e Event, id, subscriptionID, base string, at time.Time) map[string]
 	p["vnfLcmOpOccId"] = e.OpOccID
 	if status == "RESULT" && e.Op != nil {
 		if rc := e.Op.ResourceChanges; rc != nil {
-			if len(rc.AffectedVnfcs) > 0 {
-				p["affectedVnfcs"] = rc.AffectedVnfcs
+			vnfcs, links, storages := maskedChanges(rc)
+			if len(vnfcs) > 0 {
+				p["affectedVnfcs"] = vnfcs
 			}
-			if len(rc.AffectedVirtualLinks) > 0 {
-				p["affectedVirtualLinks"] = rc.AffectedVirtualLinks
+			if len(links) > 0 {
+				p["affectedVirtualLinks"] = links
 			}
-			if len(rc.AffectedVirtualStorages) > 0 {
-				p["affectedVirtualStorages"] = rc.AffectedVirtualStorages
+			if len(storages) > 0 {
+				p["affectedVirtualStorages"] = storages
 			}
 		}
 		if len(e.Op.ChangedInfo) > 0 {
