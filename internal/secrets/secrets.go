@@ -49,7 +49,9 @@ var secretWordBytes = func() [][]byte {
 }()
 
 // IsSecretKey reports whether values under this JSON key are secret.
-func IsSecretKey(key string) bool {
+func IsSecretKey(key string) bool { return isSecretKey(key) }
+
+func isSecretKey[K string | []byte](key K) bool {
 	// Every key of every document sealed, opened, masked or scrubbed comes
 	// here: an ASCII key is normalised on the stack, without allocating.
 	var buf [64]byte
@@ -58,7 +60,7 @@ func IsSecretKey(key string) bool {
 		c := key[i]
 		switch {
 		case c >= 0x80 || n == len(buf):
-			return isSecretKeySlow(key) // Unicode case mapping; a long key
+			return isSecretKeySlow(string(key)) // Unicode case mapping; a long key
 		case c == '_' || c == '-':
 			continue
 		case 'A' <= c && c <= 'Z':
@@ -363,9 +365,18 @@ func noSecretKey(raw []byte) bool {
 	return true
 }
 
-// MaskJSON masks a raw JSON document.
+// MaskJSON masks a raw JSON document: the bytes of encoding it again after
+// MaskDoc (keys sorted, strings as encoding/json writes them), made without
+// decoding it (AppendMasked).
 func MaskJSON(raw []byte) ([]byte, error) {
-	return transformJSON(raw, func(v any) (any, error) { return MaskDoc(v), nil })
+	if len(raw) == 0 {
+		return raw, nil
+	}
+	if !json.Valid(raw) {
+		var v any
+		return nil, fmt.Errorf("secrets: %w", json.Unmarshal(raw, &v))
+	}
+	return AppendMasked(make([]byte, 0, len(raw)), raw)
 }
 
 func transformJSON(raw []byte, f func(any) (any, error)) ([]byte, error) {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -71,7 +72,12 @@ func RenderInstance(in *model.VnfInstance) ([]byte, error) {
 
 // renderRow renders the instance exactly as it will read back from the row
 // being written: the scalar attributes of in and the jsonb columns' values
-// (decodeDocs order), decoded as scanInstance decodes them.
+// (decodeDocs order), decoded as scanInstance decodes them. The columns'
+// values are what encoding/json wrote for the instance's attributes, so
+// decoding them and encoding them again gives them back — but for a number
+// that a float64 (the type of a number in an `any`) would write otherwise:
+// they are spliced into the document as they are and the whole masked in one
+// pass (secrets.AppendMasked), unless such a number is in them.
 func renderRow(in *model.VnfInstance, docs [][]byte) ([]byte, error) {
 	row := model.VnfInstance{ID: in.ID, VnfInstanceName: in.VnfInstanceName, VnfInstanceDescription: in.VnfInstanceDescription,
 		VnfdID: in.VnfdID, VnfProvider: in.VnfProvider, VnfProductName: in.VnfProductName,
@@ -83,10 +89,71 @@ func renderRow(in *model.VnfInstance, docs [][]byte) ([]byte, error) {
 			*s = u.String()
 		}
 	}
-	if err := decodeDocs(&row, docs); err != nil {
+	size := 0
+	for _, d := range docs {
+		if !numbersAsFloat64Writes(d) {
+			if err := decodeDocs(&row, docs); err != nil {
+				return nil, err
+			}
+			return RenderInstance(&row)
+		}
+		size += len(d) + len(`,"vnfConfigurableProperties":`)
+	}
+	head, err := json.Marshal(&row) // the documents' attributes are empty: omitted
+	if err != nil {
 		return nil, err
 	}
-	return RenderInstance(&row)
+	doc := make([]byte, 0, len(head)+size)
+	doc = append(doc, head[:len(head)-1]...)
+	for i, d := range docs {
+		if len(d) > 0 {
+			doc = append(doc, docMembers[i]...)
+			doc = append(doc, d...)
+		}
+	}
+	doc = append(doc, '}')
+	return secrets.AppendMasked(make([]byte, 0, len(doc)), doc)
+}
+
+// docMembers are the members of the jsonb columns' attributes, in decodeDocs order.
+var docMembers = [...]string{`,"vnfConfigurableProperties":`, `,"vimConnectionInfo":`, `,"instantiatedVnfInfo":`,
+	`,"metadata":`, `,"extensions":`}
+
+// numbersAsFloat64Writes reports whether every number in the JSON document
+// raw is written as encoding/json writes it when it was decoded into a
+// float64 — an integer of up to 15 digits always is.
+func numbersAsFloat64Writes(raw []byte) bool {
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || '0' <= c && c <= '9':
+			j := i + 1
+			for j < len(raw) && '0' <= raw[j] && raw[j] <= '9' {
+				j++
+			}
+			integer := true
+			for j < len(raw) && (raw[j] == '.' || raw[j] == 'e' || raw[j] == 'E' || raw[j] == '+' || raw[j] == '-' || '0' <= raw[j] && raw[j] <= '9') {
+				integer = false
+				j++
+			}
+			if tok := raw[i:j]; !integer || len(tok) > 15 {
+				f, err := strconv.ParseFloat(string(tok), 64)
+				if err != nil {
+					return false
+				}
+				if b, err := json.Marshal(f); err != nil || string(b) != string(tok) {
+					return false
+				}
+			}
+			i = j - 1
+		}
+	}
+	return true
 }
 
 // GetInstanceDoc reads the rendered document of an instance. One that was

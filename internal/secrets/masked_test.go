@@ -1,0 +1,122 @@
+package secrets
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// maskDecoded is what MaskJSON did before AppendMasked: decode (numbers as
+// written), MaskDoc, encode.
+func maskDecoded(raw []byte) ([]byte, error) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(MaskDoc(v))
+}
+
+var maskedCases = []string{
+	`{}`, `[]`, `null`, `"x"`, `1.50`, `-0`, `1E+2`, `true`, ` { "b" : 1 , "a" : [ 1 , { } , [ ] ] } `,
+	`{"password":"p","Pass_Word":{"x":1},"apiKey":[1,2],"token":null,"secret":false,"ok":"v"}`,
+	`{"metadata":{"db_password":"p","nested":[{"client-secret":"s","n":1e-7}]},"vimConnectionInfo":[{"accessInfo":{"password":"enc:v3:k:abc","username":"u"}}]}`,
+	`{"a":1,"a":2,"b":{"x":1},"b":null,"a":3}`,
+	`{"\u0062":1,"a":2,"\u0061b":3,"a\"q":4,"<k>":5,"&":6,"é":7,"\u00e9x":8,"tok\u0065n":"hidden"}`,
+	`{"s":"\u0041\n\t\u2028\u2029<&>\"\\/\ud83d\ude00\ud800x","raw":"é😀","del":"a` + "\x7f" + `b","bad":"` + "\xff\xfe" + `"}`,
+	`{"` + "\xff" + `":1,"passwörd":"x","PASSWORD":"y","a":{"b":{"c":{"d":{"secretValue":{"e":1}}}}}}`,
+	`[{"z":1,"y":[{"x":null,"w":"\u003c"}]},"s",3,null,{"credentials":[]}]`,
+}
+
+// AppendMasked (and so MaskJSON) makes the bytes decoding, masking and
+// encoding made, for every kind of JSON value, key and string.
+func TestAppendMaskedIsMaskDoc(t *testing.T) {
+	for _, c := range maskedCases {
+		checkMasked(t, []byte(c))
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		raw, _ := json.Marshal(randomDoc(r, 0))
+		if r.IntN(3) == 0 {
+			var b bytes.Buffer
+			_ = json.Indent(&b, raw, " ", "\t")
+			raw = b.Bytes()
+		}
+		checkMasked(t, raw)
+	}
+}
+
+func checkMasked(t *testing.T, raw []byte) {
+	t.Helper()
+	want, err := maskDecoded(raw)
+	if err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	got, err := AppendMasked([]byte("x"), raw)
+	if err != nil || !bytes.Equal(got, append([]byte("x"), want...)) {
+		t.Fatalf("%s:\nAppendMasked %s (%v)\nwant         %s", raw, got, err, want)
+	}
+	if got, err := MaskJSON(raw); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%s: MaskJSON %s (%v)", raw, got, err)
+	}
+}
+
+var randomKeys = []string{"a", "b", "id", "name", "password", "apiKey", "x_token", "Client-Secret", "<a>", "k&v",
+	"é", "\u2028", "a\"b", "A", "aa", "credentials", "sshKey", "value", "enc"}
+
+func randomDoc(r *rand.Rand, depth int) any {
+	n := r.IntN(10)
+	if depth > 4 {
+		n = 6 + r.IntN(4)
+	}
+	switch {
+	case n < 3:
+		m := map[string]any{}
+		for range r.IntN(6) {
+			m[randomKeys[r.IntN(len(randomKeys))]+strings.Repeat("_", r.IntN(2))] = randomDoc(r, depth+1)
+		}
+		return m
+	case n < 5:
+		var l []any
+		for range r.IntN(4) {
+			l = append(l, randomDoc(r, depth+1))
+		}
+		return l
+	case n == 6:
+		return r.NormFloat64() * 1e6
+	case n == 7:
+		return nil
+	case n == 8:
+		return r.IntN(2) == 0
+	default:
+		return randomKeys[r.IntN(len(randomKeys))] + "\x01 \\ / \u00ff"[:r.IntN(9)]
+	}
+}
+
+// What is not JSON is an error, as before.
+func TestMaskJSONRefusesWhatIsNotJSON(t *testing.T) {
+	for _, c := range []string{`{`, `{"a":}`, `[1,]`, `{"a" 1}`, `"x`, `{"a":1}}`, `nul`, `{"a":1,}`} {
+		if got, err := MaskJSON([]byte(c)); err == nil {
+			t.Errorf("%s: %s", c, got)
+		}
+	}
+}
+
+func FuzzAppendMasked(f *testing.F) {
+	for _, c := range maskedCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		want, err := maskDecoded(raw)
+		if err != nil || !json.Valid(raw) {
+			return
+		}
+		got, err := AppendMasked(nil, raw)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%q:\nAppendMasked %s (%v)\nwant         %s", raw, got, err, want)
+		}
+	})
+}
