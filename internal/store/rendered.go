@@ -4,11 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -17,9 +14,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
@@ -170,7 +164,7 @@ func (s *Store) GetInstanceDoc(ctx context.Context, id string) (*InstanceDoc, er
 
 // getDocSQL reads what GET needs of an instance: the rendered document only
 // when it is current (version and build). Prepared as getDocStmt on each
-// connection of the pool.
+// connection of the pool; getDocsSQL is the same for several ids.
 const (
 	getDocSQL = `SELECT id, instantiation_state, version, updated_at,
 	CASE WHEN rendered_version = version AND rendered_rev = $2 THEN rendered_doc END
@@ -184,84 +178,6 @@ var (
 	// pgEpoch is where PostgreSQL's binary timestamps count from.
 	pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 )
-
-// readDoc runs getDocSQL: found is false without a row, current whether
-// the row held a current rendered document (then in d.Doc).
-func (s *Store) readDoc(ctx context.Context, id string, u uuid.UUID, d *InstanceDoc) (found, current bool, err error) {
-	c, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return false, false, err
-	}
-	defer c.Release()
-	if !s.prepare {
-		// The URL asked for another mode (e.g. no prepared statements
-		// behind a pooler): pgx's general path honours it.
-		return s.readDocQuery(ctx, c, u, d)
-	}
-	if _, err := c.Conn().Prepare(ctx, getDocStmt, getDocSQL); err != nil { // once per connection
-		return false, false, err
-	}
-	params := [2][]byte{u[:], renderRevBytes()}
-	rr := c.Conn().PgConn().ExecPrepared(ctx, getDocStmt, params[:], getDocParamFormats, getDocResultFormats)
-	for rr.NextRow() {
-		v := rr.Values()
-		if found || len(v) != 5 || len(v[0]) != 16 || len(v[2]) != 8 || len(v[3]) != 8 {
-			err = fmt.Errorf("store: unexpected row from %s", getDocStmt)
-			continue // read to the end: the connection stays usable
-		}
-		found = true
-		if ru := uuid.UUID(v[0]); ru == u && len(id) == 36 && id == ru.String() {
-			d.ID = id
-		} else {
-			d.ID = ru.String()
-		}
-		d.InstantiationState = instantiationState(v[1])
-		d.Version = int64(binary.BigEndian.Uint64(v[2]))
-		d.UpdatedAt = pgEpoch.Add(time.Duration(int64(binary.BigEndian.Uint64(v[3]))) * time.Microsecond)
-		if v[4] != nil {
-			current = true
-			d.Doc = append(d.Doc[:0], v[4]...)
-		}
-	}
-	if _, cerr := rr.Close(); cerr != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(cerr, &pgErr) && (pgErr.Code == "26000" || pgErr.Code == "0A000") {
-			// The statement is gone from the session (26000) or a schema
-			// change altered its result (0A000: "cached plan must not
-			// change result type"): it is prepared again on the next read;
-			// this one goes through pgx's path.
-			// (Unnamed: pgx's own cached statement may be as stale.)
-			if err := c.Conn().Deallocate(ctx, getDocStmt); err != nil {
-				return false, false, err
-			}
-			return s.readDocQuery(ctx, c, u, d, pgx.QueryExecModeDescribeExec)
-		}
-		return false, false, cerr
-	}
-	return found, current, err
-}
-
-// readDocQuery is readDoc through pgx's query path (options: a
-// pgx.QueryExecMode).
-func (s *Store) readDocQuery(ctx context.Context, c *pgxpool.Conn, u uuid.UUID, d *InstanceDoc, options ...any) (found, current bool, err error) {
-	rows, err := c.Query(ctx, getDocSQL, append(options, u, RenderRev())...)
-	if err != nil {
-		return false, false, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var doc pgtype.DriverBytes // valid until the next row
-		if err := rows.Scan(&d.ID, &d.InstantiationState, &d.Version, &d.UpdatedAt, &doc); err != nil {
-			return false, false, err
-		}
-		found = true
-		if doc != nil {
-			current = true
-			d.Doc = append(d.Doc[:0], doc...)
-		}
-	}
-	return found, current, rows.Err()
-}
 
 var renderRevBytes = sync.OnceValue(func() []byte { return []byte(RenderRev()) })
 
@@ -279,17 +195,18 @@ func instantiationState(b []byte) string {
 
 // ReadInstanceDoc is GetInstanceDoc into d, whose Doc is reused: the
 // document is appended to d.Doc[:0] straight from the driver's buffer, so a
-// caller that keeps d for the next request allocates nothing for it. The
-// statement runs prepared on the connection's protocol level (pgconn), its
-// uuid parameter and every column in binary, decoded here: pgx's general
-// query path (argument encoding, scan plans, rows) cost more than the
-// database's own work for this one-row read.
+// caller that keeps d for the next request allocates nothing for it.
+// Concurrent reads share a statement (docreads.go); it runs prepared on the
+// connection's protocol level (pgconn), its uuid parameter and every column
+// in binary, decoded here: pgx's general query path (argument encoding,
+// scan plans, rows) cost more than the database's own work for this
+// one-row read.
 func (s *Store) ReadInstanceDoc(ctx context.Context, id string, d *InstanceDoc) error {
 	u, err := uuid.Parse(id)
 	if err != nil {
 		return ErrNotFound // no row has a malformed id
 	}
-	found, current, err := s.readDoc(ctx, id, u, d)
+	found, current, err := s.readDocs(ctx, id, u, d)
 	if err != nil {
 		return err
 	}

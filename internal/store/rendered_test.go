@@ -144,11 +144,7 @@ func TestInstanceDocReadPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	plain, err := store.Open(ctx, url+sep+"default_query_exec_mode=exec", nil)
+	plain, err := store.Open(ctx, urlWith(url, "default_query_exec_mode=exec"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,27 +197,31 @@ func TestInstanceDocReadPaths(t *testing.T) {
 func TestInstanceDocStatementRecovers(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDB(t)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	st, err := store.Open(ctx, url+sep+"pool_max_conns=1", nil) // one session: the statements below reach it
+	st, err := store.Open(ctx, urlWith(url, "pool_max_conns=1"), nil) // one session: the statements below reach it
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	id := newInstance(t, st, "recovers")
+	id, id2 := newInstance(t, st, "recovers"), newInstance(t, st, "recovers too")
+	check := func(step string, d *store.InstanceDoc, err error, id string) {
+		t.Helper()
+		if err != nil || d.ID != id || d.InstantiationState != model.NotInstantiated || !strings.Contains(string(d.Doc), `"id":"`+id+`"`) {
+			t.Fatalf("%s: %+v, %v", step, d, err)
+		}
+	}
 	read := func(step string) {
 		t.Helper()
 		for range 2 {
 			d, err := st.GetInstanceDoc(ctx, id)
-			if err != nil || d.ID != id || d.InstantiationState != model.NotInstantiated || !strings.Contains(string(d.Doc), `"id":"`+id+`"`) {
-				t.Fatalf("%s: %+v, %v", step, d, err)
-			}
+			check(step, d, err, id)
+			// and a batch of reads (getDocsStmt)
+			got := readBatched(t, st, id, []string{id2, id})
+			check(step+", batched", got[0].d, got[0].err, id2)
+			check(step+", batched", got[1].d, got[1].err, id)
 		}
 	}
 	read("prepared")
-	if _, err := st.Pool().Exec(ctx, `DEALLOCATE vnfm_get_instance_doc`); err != nil {
+	if _, err := st.Pool().Exec(ctx, `DEALLOCATE vnfm_get_instance_doc; DEALLOCATE vnfm_get_instance_docs`); err != nil {
 		t.Fatal(err)
 	}
 	read("after the statement was deallocated")

@@ -34,8 +34,10 @@ type Store struct {
 	log   *slog.Logger
 	vnfds vnfdCache
 	// prepare: the URL leaves pgx's default mode (prepared statements), so
-	// GET's read may prepare its own (readDoc).
+	// GET's read may prepare its own (queryDocBatch).
 	prepare bool
+	// docs coalesces GET's reads of instance documents (docreads.go).
+	docs docReads
 }
 
 // Open connects to url. Sessions run in UTC so rendered timestamps are stable.
@@ -59,7 +61,8 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, log: log, prepare: cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement}, nil
+	return &Store{pool: pool, log: log, prepare: cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement,
+		docs: docReads{k: docReadsInFlight, max: docReadBatch}}, nil
 }
 
 // Close closes the pool.

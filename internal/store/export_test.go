@@ -1,0 +1,22 @@
+package store
+
+// SetDocReads sets the coalescing of s's document reads for a test: k
+// batches in flight at most (0: the default) and a hook each batch's leader
+// runs before its statement ("query") and after it ("read"). Set it while
+// no read runs.
+func SetDocReads(s *Store, k int, hook func(stage string, n int)) {
+	if k == 0 {
+		k = docReadsInFlight
+	}
+	s.docs.mu.Lock()
+	s.docs.k, s.docs.hook = k, hook
+	s.docs.mu.Unlock()
+}
+
+// QueuedDocReads is the number of reads waiting for a batch (reads that
+// left while queued included, until a batch passes them).
+func QueuedDocReads(s *Store) int {
+	s.docs.mu.Lock()
+	defer s.docs.mu.Unlock()
+	return len(s.docs.queue)
+}
