@@ -183,7 +183,7 @@ func (a *API) accepted(w http.ResponseWriter, r *http.Request, op *store.OpOcc, 
 		a.writeProblem(w, r, err)
 		return
 	}
-	if a.cfg.Wake != nil {
+	if a.cfg.Wake != nil && op.LeaseOwner == "" { // leased: a run here has it already
 		a.cfg.Wake()
 	}
 	w.Header().Set("Location", a.base+"/vnflcm/v1/vnf_lcm_op_occs/"+op.ID)

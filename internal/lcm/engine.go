@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,18 @@ type Engine struct {
 
 	mu      sync.Mutex
 	running map[string]*run // op id → run, for cancel notifications
+
+	// The worker slots, taken by the dispatcher's claims and by the
+	// operations this process accepts and runs itself (reserve).
+	busy  atomic.Int64
+	freed chan struct{} // a slot was freed
+	runs  sync.WaitGroup
+	slots sync.Mutex
+	dctx  context.Context // the dispatcher's while it runs, under slots
+	// claiming is closed when the dispatcher's claim in flight ends and
+	// gives back the slots it reserved and did not use (nil: none in
+	// flight), under slots.
+	claiming chan struct{}
 }
 
 // NewEngine builds an engine; call Run to start it.
@@ -94,7 +107,7 @@ func NewEngine(cfg EngineConfig) *Engine {
 		svc = NewService(cfg.Config)
 	}
 	e := &Engine{cfg: cfg, svc: svc, log: svc.log.With("component", "engine"),
-		wake: make(chan struct{}, 1), running: map[string]*run{}}
+		wake: make(chan struct{}, 1), running: map[string]*run{}, freed: make(chan struct{}, 1)}
 	e.commit = newCommitter(svc.st, e.log, e.checkpoint)
 	return e
 }
@@ -111,13 +124,21 @@ const claimBatch = 16
 func (e *Engine) Run(ctx context.Context) error {
 	stop := make(chan struct{})
 	go e.commit.run(stop)
-	var wg, runs sync.WaitGroup
+	var wg sync.WaitGroup
 	wg.Go(func() { e.listen(ctx) })
 	if e.cfg.Refresh > 0 {
 		wg.Go(func() { e.refreshLoop(ctx, e.cfg.Refresh) })
 	}
-	e.dispatch(ctx, &runs)
-	runs.Wait()
+	e.slots.Lock()
+	e.dctx = ctx
+	e.slots.Unlock()
+	e.svc.runner.Store(e)
+	e.dispatch(ctx)
+	e.svc.runner.CompareAndSwap(e, nil)
+	e.slots.Lock()
+	e.dctx = nil // no slot is reserved any more: runs below counts them all
+	e.slots.Unlock()
+	e.runs.Wait()
 	wg.Wait()
 	close(stop) // every run has ended: nothing writes any more
 	<-e.commit.done
@@ -132,36 +153,109 @@ func (e *Engine) Wake() {
 	}
 }
 
+// reserve takes up to n free worker slots (0: none is free, or the
+// engine is not running) and the context their runs take; each is given
+// back by free, or by the run it was reserved for when it ends. For a claim
+// (claiming non-nil), claiming is set while the claim is in flight.
+func (e *Engine) reserve(n int, claiming chan struct{}) (int, context.Context) {
+	e.slots.Lock()
+	defer e.slots.Unlock()
+	if e.dctx == nil || e.dctx.Err() != nil {
+		return 0, nil
+	}
+	n = int(min(int64(n), int64(e.cfg.Workers)-e.busy.Load()))
+	if n <= 0 {
+		return 0, nil
+	}
+	e.busy.Add(int64(n))
+	e.runs.Add(n)
+	if claiming != nil {
+		e.claiming = claiming
+	}
+	return n, e.dctx
+}
+
+// free gives back a reserved slot.
+func (e *Engine) free() {
+	e.busy.Add(-1)
+	e.runs.Done()
+	select {
+	case e.freed <- struct{}{}:
+	default:
+	}
+}
+
+// start runs op in a reserved slot, which it frees when it ends.
+func (e *Engine) start(ctx context.Context, op *store.OpOcc, owner string, h *handed) {
+	go func() {
+		defer e.free()
+		e.execute(ctx, op, owner, h)
+	}()
+}
+
+// selfRun is a worker slot reserved for an operation this process is
+// accepting, to run it here without a claim: the op is created leased to
+// owner (store.NewOp.LeaseOwner) and handed to a run in that slot (start),
+// or the slot is freed.
+type selfRun struct {
+	e     *Engine
+	ctx   context.Context
+	owner string
+}
+
+// reserveRun reserves a slot for an operation being accepted (nil: none is
+// free). A claim in flight holds the slots it may fill; the request waits
+// for it to give back those it did not, rather than go to the queue and
+// wake the dispatcher for another claim.
+func (e *Engine) reserveRun(ctx context.Context) *selfRun {
+	for range 2 {
+		n, rctx := e.reserve(1, nil)
+		if n > 0 {
+			return &selfRun{e: e, ctx: rctx, owner: fmt.Sprintf("%s/%08x", e.cfg.Name, rand.Uint32())}
+		}
+		e.slots.Lock()
+		c := e.claiming
+		e.slots.Unlock()
+		if c == nil {
+			return nil
+		}
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return nil
+}
+
 // dispatch claims ready operations while there are free slots and runs each
 // in a goroutine of its own, until ctx ends.
-func (e *Engine) dispatch(ctx context.Context, runs *sync.WaitGroup) {
-	var running atomic.Int64
-	freed := make(chan struct{}, 1)
+func (e *Engine) dispatch(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		free := int64(e.cfg.Workers) - running.Load()
-		if free > 0 {
-			n := int(min(free, claimBatch))
+		claiming := make(chan struct{})
+		n, _ := e.reserve(claimBatch, claiming)
+		if n > 0 {
 			ops, err := e.svc.st.ClaimN(ctx, e.cfg.Name, e.cfg.Lease, n)
+			for range n - len(ops) {
+				e.free()
+			}
+			e.slots.Lock()
+			e.claiming = nil
+			e.slots.Unlock()
+			close(claiming)
 			if ctx.Err() != nil {
+				for range ops { // the leases expire: another engine resumes them
+					e.free()
+				}
 				return
 			}
 			if err != nil {
 				e.log.Error("claim failed", "err", err)
 			}
 			for _, op := range ops {
-				running.Add(1)
-				runs.Go(func() {
-					defer func() {
-						running.Add(-1)
-						select {
-						case freed <- struct{}{}:
-						default:
-						}
-					}()
-					e.execute(ctx, op, op.LeaseOwner)
-				})
+				e.start(ctx, op, op.LeaseOwner, nil)
 			}
 			if err == nil && len(ops) == n {
 				continue // the queue may hold more
@@ -169,8 +263,8 @@ func (e *Engine) dispatch(ctx context.Context, runs *sync.WaitGroup) {
 		}
 		// Full, or the queue is empty: wait for a free slot or for work.
 		var slot <-chan struct{}
-		if free <= 0 {
-			slot = freed
+		if n == 0 {
+			slot = e.freed
 		}
 		timer.Reset(e.cfg.Poll)
 		select {
@@ -239,12 +333,12 @@ func (e *Engine) listenOnce(ctx context.Context, pool *pgxpool.Pool) error {
 
 // execute runs one claimed op under a heartbeat until it finishes, fails,
 // is cancelled, or the lease is lost.
-func (e *Engine) execute(parent context.Context, op *store.OpOcc, owner string) {
+func (e *Engine) execute(parent context.Context, op *store.OpOcc, owner string, h *handed) {
 	// Shutdown of this process must not look like a user cancel: the op keeps
 	// its lease until it expires and another engine resumes it.
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	defer cancel(nil)
-	r := &run{e: e, op: op, owner: owner, cancel: cancel,
+	r := &run{e: e, op: op, owner: owner, cancel: cancel, handed: h, starting: op.OperationState == model.StateStarting,
 		log: e.log.With("opOccId", op.ID, "operation", op.Operation, "vnfInstanceId", op.VnfInstanceID, "attempt", op.Attempts)}
 	e.mu.Lock()
 	e.running[op.ID] = r

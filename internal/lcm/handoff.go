@@ -12,7 +12,9 @@ import (
 // changes it before the operation does), and the VNFD the request was
 // checked against. That run reads, decrypts and decodes neither again. A run
 // in another process, a resumed run, or one that claims the operation before
-// accept handed it over reads both from the database as before.
+// accept handed it over reads both from the database as before. An
+// operation this process runs itself (Engine.reserveRun) is handed to its
+// run directly; the map is for those the dispatcher claims.
 type handoff struct {
 	mu       sync.Mutex
 	cur, old map[string]handed // two generations bound what is never taken
@@ -37,14 +39,14 @@ func (h *handoff) put(opID string, v handed) {
 	h.cur[opID] = v
 }
 
-func (h *handoff) take(opID string) (handed, bool) {
+func (h *handoff) take(opID string) *handed {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, m := range []map[string]handed{h.cur, h.old} {
 		if v, ok := m[opID]; ok {
 			delete(m, opID)
-			return v, true
+			return &v
 		}
 	}
-	return handed{}, false
+	return nil
 }

@@ -13,24 +13,24 @@ func TestHandoffTakesOnceAndForgets(t *testing.T) {
 	var h handoff
 	in := &model.VnfInstance{}
 	h.put("a", handed{in: in})
-	if v, ok := h.take("a"); !ok || v.in != in {
-		t.Fatalf("take a: %v %v", v, ok)
+	if v := h.take("a"); v == nil || v.in != in {
+		t.Fatalf("take a: %v", v)
 	}
-	if _, ok := h.take("a"); ok {
+	if h.take("a") != nil {
 		t.Fatal("taken twice")
 	}
 	h.put("old", handed{in: in})
 	for i := range handoffGeneration {
 		h.put(fmt.Sprint(i), handed{in: in})
 	}
-	if _, ok := h.take("old"); !ok {
+	if h.take("old") == nil {
 		t.Fatal("the previous generation is still there")
 	}
 	h.put("kept", handed{in: in})
 	for i := range 2 * handoffGeneration {
 		h.put(fmt.Sprint("x", i), handed{in: in})
 	}
-	if _, ok := h.take("kept"); ok {
+	if h.take("kept") != nil {
 		t.Fatal("an entry outlived two generations")
 	}
 	if n := len(h.cur) + len(h.old); n > 2*handoffGeneration {

@@ -148,14 +148,30 @@ func (s *Service) accept(ctx context.Context, o *operation, instID string, raw [
 	if err != nil {
 		return nil, err
 	}
-	op, err := s.createOp(ctx, instID, o, raw, params, ifVersion)
+	// With a free worker slot here, the operation is created leased to
+	// the run that will execute it in this process: no claim.
+	var self *selfRun
+	if e := s.runner.Load(); e != nil {
+		self = e.reserveRun(ctx)
+	}
+	op, err := s.createOp(ctx, instID, o, raw, params, ifVersion, read, self)
 	if err != nil {
+		if self != nil {
+			self.e.free()
+		}
 		return nil, err
 	}
 	// The instance and VNFD were read before the op's transaction: an
 	// operation that completed meanwhile may have changed them.
+	var h *handed
 	if locked := op.CreatedFrom(); locked != nil && locked.Version == in.Version && vnfd != nil && locked.VnfdID == vnfd.ID {
-		s.handed.put(op.ID, handed{in: opened, docs: read.Docs, vnfd: vnfd})
+		h = &handed{in: opened, docs: read.Docs, vnfd: vnfd}
+	}
+	switch {
+	case self != nil:
+		self.e.start(self.ctx, op, self.owner, h)
+	case h != nil:
+		s.handed.put(op.ID, *h)
 	}
 	return op, nil
 }
@@ -228,7 +244,8 @@ func (s *Service) instantiationParams(ctx context.Context, instID string) (map[s
 	return m, json.Unmarshal(plain, &m)
 }
 
-func (s *Service) createOp(ctx context.Context, instID string, o *operation, raw []byte, params map[string]json.RawMessage, ifVersion int64) (*store.OpOcc, error) {
+func (s *Service) createOp(ctx context.Context, instID string, o *operation, raw []byte, params map[string]json.RawMessage, ifVersion int64,
+	read *store.InstancePackage, self *selfRun) (*store.OpOcc, error) {
 	opID := uuid.NewString()
 	sealed, err := s.seal(raw, store.OpPlace(opID, "operation_params"))
 	if err != nil {
@@ -244,8 +261,12 @@ func (s *Service) createOp(ctx context.Context, instID string, o *operation, raw
 			return nil, err
 		}
 	}
-	op, err := s.st.CreateOpOcc(ctx, store.NewOp{ID: opID, VnfInstanceID: instID, Operation: o.name,
-		OperationParams: sealed, DriverParams: sealedParams, RequireState: o.requireState, IfVersion: ifVersion, Verb: o.verb})
+	n := store.NewOp{ID: opID, VnfInstanceID: instID, Operation: o.name, OperationParams: sealed, DriverParams: sealedParams,
+		RequireState: o.requireState, IfVersion: ifVersion, Verb: o.verb, From: read}
+	if self != nil {
+		n.LeaseOwner, n.Lease = self.owner, self.e.cfg.Lease
+	}
+	op, err := s.st.CreateOpOcc(ctx, n)
 	if err != nil {
 		return nil, fromStore(err, notFoundInstance(instID).Detail)
 	}

@@ -29,6 +29,14 @@ type run struct {
 	cancelMode atomic.Value // string: "" or the requested cancel mode
 	graceOnce  sync.Once
 
+	// handed is what accepting the op read, when this process accepted it
+	// and runs it itself (nil: the handoff, or the database).
+	handed *handed
+	// starting: the op is still STARTING, leased to this run since its
+	// creation; the run's first write moves it to PROCESSING
+	// (store.OpWrite.Start), unless a cancel came first.
+	starting bool
+
 	// carry is the end of the last step, not written yet: it is committed
 	// with the next write of the operation (the next step's begin, or its
 	// end), since nothing happens between the two.
@@ -195,7 +203,17 @@ func (c *cancelled) Error() string {
 
 // write commits w, after the carried end of the last step, through the
 // engine's group commit; what names the checkpoint.
+// While the op is STARTING, the write starts it too (store.OpWrite.Start).
 func (r *run) write(ctx context.Context, w store.OpWrite, what string) store.OpWriteResult {
+	w.Start = r.starting
+	res := r.writeCarried(ctx, w, what)
+	if w.Start && res.Err == nil {
+		r.starting = false
+	}
+	return res
+}
+
+func (r *run) writeCarried(ctx context.Context, w store.OpWrite, what string) store.OpWriteResult {
 	w.OpOccID, w.Owner = r.op.ID, r.owner
 	if c := r.carry; c != nil {
 		r.carry = nil
@@ -303,6 +321,10 @@ func (r *run) finishFailed(ctx context.Context, stepName string, err error) {
 		r.log.Info("stopping for shutdown; the operation resumes when its lease expires", "step", stepName)
 		return
 	}
+	if errors.Is(err, store.ErrCancelPending) {
+		r.rollBackUnstarted(ctx)
+		return
+	}
 	detail := secrets.Scrub(err.Error(), r.secrets)
 	title := "LCM operation failed"
 	var c *cancelled
@@ -321,12 +343,31 @@ func (r *run) finishFailed(ctx context.Context, stepName string, err error) {
 	// A background context: the op's own context may be the thing that was cancelled.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if res := r.write(fctx, store.OpWrite{Finish: &store.Finish{State: model.StateFailedTemp, Error: pd,
-		ResourceChanges: rc, KeepWork: true}}, "failed_temp"); res.Err != nil {
+	res := r.write(fctx, store.OpWrite{Finish: &store.Finish{State: model.StateFailedTemp, Error: pd,
+		ResourceChanges: rc, KeepWork: true}}, "failed_temp")
+	if errors.Is(res.Err, store.ErrCancelPending) {
+		r.rollBackUnstarted(ctx)
+		return
+	}
+	if res.Err != nil {
 		r.log.Error("cannot record failure", "err", res.Err, "failure", detail)
 		return
 	}
 	r.log.Warn("operation failed", "step", stepName, "detail", detail)
+}
+
+// rollBackUnstarted ends an op that a cancel reached while it was STARTING
+// (store.ErrCancelPending): ROLLED_BACK, as CancelOp ends one no engine
+// holds — nothing ran.
+func (r *run) rollBackUnstarted(ctx context.Context) {
+	r.starting, r.carry = false, nil
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if res := r.write(fctx, store.OpWrite{Finish: &store.Finish{State: model.StateRolledBack}}, "rolled_back"); res.Err != nil {
+		r.log.Error("cannot roll back the cancelled operation", "err", res.Err)
+		return
+	}
+	r.log.Info("operation cancelled before it started")
 }
 
 // load restores the working state: from the op's work column on resume, else
@@ -368,7 +409,11 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	fresh := w.Instance == nil
 	var pkg *model.Package
 	var docs [][]byte // w.Instance's JSON (or that of its jsonb attributes)
-	if h, ok := svc.handed.take(r.op.ID); ok && fresh && r.op.Attempts == 1 {
+	h := r.handed
+	if h == nil {
+		h = svc.handed.take(r.op.ID)
+	}
+	if h != nil && fresh && r.op.Attempts == 1 {
 		w.Instance, docs, pkg = h.in, h.docs, &model.Package{Vnfd: h.vnfd}
 	} else if fresh {
 		read, err := svc.st.OpenInstanceAndPackage(ctx, r.op.VnfInstanceID, svc.box.OpenJSON)

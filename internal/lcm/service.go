@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -53,6 +54,10 @@ type Service struct {
 	log   *slog.Logger
 	// handed is what accept read, for the engine sharing this service.
 	handed handoff
+	// runner is the engine running with this service (nil: none): an
+	// operation accepted while it has a free worker slot runs there
+	// without a claim (Engine.reserveRun).
+	runner atomic.Pointer[Engine]
 }
 
 // NewService builds a Service.
@@ -202,12 +207,13 @@ func (s *Service) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error
 }
 
 // instanceAndVnfd loads what request validation needs: the instance, its
-// secrets open, and its VNFD.
+// secrets open, and its VNFD — with the subscriptions, which the op's
+// creation notifies (store.OpenForOp).
 func (s *Service) instanceAndVnfd(ctx context.Context, id string) (*store.InstancePackage, *model.Vnfd, error) {
 	if !validID(id) {
 		return nil, nil, notFoundInstance(id)
 	}
-	r, err := s.st.OpenInstanceAndPackage(ctx, id, s.box.OpenJSON)
+	r, err := s.st.OpenForOp(ctx, id, s.box.OpenJSON)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, notFoundInstance(id)
 	}

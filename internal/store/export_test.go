@@ -20,3 +20,7 @@ func QueuedDocReads(s *Store) int {
 	defer s.docs.mu.Unlock()
 	return len(s.docs.queue)
 }
+
+// CreateFallbacks is how often CreateOpOcc, given a read, took the
+// transaction that reads under the lock.
+func (s *Store) CreateFallbacks() int64 { return s.createFallbacks.Load() }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lccn"
@@ -118,12 +119,108 @@ type NewOp struct {
 	Verb string
 	// DriverParams are the management drivers' parameters (sealed JSON; nil: none).
 	DriverParams []byte
+	// From, when set, is the instance as OpenForOp read it, with the
+	// subscriptions: the op is then created in one statement as long as
+	// the instance is still that version (see CreateOpOcc).
+	From *InstancePackage
+	// LeaseOwner, when set, creates the op leased to the run of this
+	// process that will execute it, for Lease, as a claim would (attempts
+	// 1) — but still STARTING: that run's first write moves it to
+	// PROCESSING (OpWrite.Start). No engine is woken for it. Should the
+	// process die first, the lease expires and any engine claims it.
+	LeaseOwner string
+	Lease      time.Duration
+}
+
+// OpenForOp is OpenInstanceAndPackage for a request that may create an
+// operation: it reads every subscription in the same round trip, so that
+// CreateOpOcc given this read (NewOp.From) makes the operation's creation
+// one more. A subscription created before the request arrived is read.
+func (s *Store) OpenForOp(ctx context.Context, id string, open Opener) (*InstancePackage, error) {
+	return s.openInstanceAndPackage(ctx, id, open, true)
+}
+
+// leaseArgs are the lease columns of a new op: owner, interval, attempts.
+func (n NewOp) leaseArgs() (owner, lease *string, attempts int) {
+	if n.LeaseOwner == "" {
+		return nil, nil, 0
+	}
+	l := n.Lease.String()
+	return &n.LeaseOwner, &l, 1
 }
 
 // CreateOpOcc atomically checks the instance and creates the op occurrence in
-// STARTING, waking the engines on commit. The instance row lock serialises
-// concurrent requests; the partial unique index is the last line of defence.
+// STARTING, waking the engines on commit (unless leased: NewOp.LeaseOwner).
+// The instance row lock serialises concurrent requests; the partial unique
+// index is the last line of defence.
+//
+// Given the instance as read before (NewOp.From, with the subscriptions),
+// the op is created in one statement, one round trip: the instance row is
+// locked and must still be the version read, no operation may be active on
+// it, and the STARTING notification is built from what was read — as the
+// path below would build it, since nothing changed. When that statement
+// inserts nothing (the instance changed, an operation is active, the
+// request does not fit the instance as read), the path below — a
+// transaction that reads under the lock — answers precisely.
 func (s *Store) CreateOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
+	if f := n.From; f != nil && f.withTargets && f.ID == n.VnfInstanceID &&
+		(n.IfVersion == 0 || n.IfVersion == f.Version) && (n.RequireState == "" || n.RequireState == f.InstantiationState) {
+		op, err := s.createOpAsRead(ctx, n)
+		if op != nil || (err != nil && !isUniqueViolation(err)) {
+			return op, err
+		}
+		// A unique violation: an operation accepted at the same moment,
+		// which the path below names.
+	}
+	if n.From != nil {
+		s.createFallbacks.Add(1)
+	}
+	return s.createOpOcc(ctx, n)
+}
+
+// createOpAsRead is CreateOpOcc's one statement (nil, nil: not inserted).
+func (s *Store) createOpAsRead(ctx context.Context, n NewOp) (*OpOcc, error) {
+	in := n.From.Instance
+	ev := opEventOf(&OpOcc{VnfLcmOpOcc: model.VnfLcmOpOcc{ID: n.ID, VnfInstanceID: n.VnfInstanceID, Operation: n.Operation,
+		OperationState: model.StateStarting}}, lccn.InstanceOf(&in.VnfInstance))
+	nid := uuid.NewString() // one notification id for every copy
+	subs, body, err := outboxOf(n.From.targets, ev, nid)
+	if err != nil {
+		return nil, err
+	}
+	owner, lease, attempts := n.leaseArgs()
+	op, err := scanOp(extraRow{s.pool.QueryRow(ctx, createOpAsRead, n.ID, n.VnfInstanceID, n.Operation, n.OperationParams,
+		n.DriverParams, in.Version, owner, lease, attempts, nid, subs, string(body), ChannelOps, ChannelOutbox), []any{nil, nil}})
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	op.created = in
+	return op, nil
+}
+
+// createOpAsRead inserts the op if the instance is still the version read
+// ($6) and has no active operation, with its STARTING notification's
+// outbox rows (a subscription deleted since it was read is skipped) and the
+// wake-ups. The instance's lock is taken first; a concurrent creation that
+// committed while this statement waited for it is not seen by its
+// snapshot, and the unique index refuses the second op.
+const createOpAsRead = `WITH i AS (SELECT id FROM vnf_instances WHERE id = $2::uuid AND version = $6 FOR UPDATE),
+	o AS (INSERT INTO vnf_lcm_op_occs (id, vnf_instance_id, operation, operation_state, operation_params, driver_params,
+			lease_owner, lease_until, attempts)
+		SELECT $1::uuid, i.id, $3::text, 'STARTING', $4::jsonb, $5::jsonb, $7::text, now() + $8::interval, $9::int FROM i
+		WHERE NOT EXISTS (SELECT 1 FROM vnf_lcm_op_occs a WHERE a.vnf_instance_id = $2::uuid AND a.operation_state IN ` + activeStates + `)
+		RETURNING ` + opCols + `),
+	n AS (INSERT INTO notification_outbox (notification_id, subscription_id, body)
+		SELECT $10::uuid, s.id, $12::text FROM o, unnest($11::uuid[]) WITH ORDINALITY AS u(sid, k) JOIN subscriptions s ON s.id = u.sid
+		ORDER BY u.k)
+	SELECT ` + opCols + `, CASE WHEN $7::text IS NULL THEN pg_notify($13, $1::uuid::text) END,
+		CASE WHEN cardinality($11::uuid[]) > 0 THEN pg_notify($14, '') END FROM o`
+
+// createOpOcc is CreateOpOcc's transaction that reads under the lock.
+func (s *Store) createOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
 	var created *OpOcc
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// Round trips, not statements, are what a request waits for: the
@@ -161,8 +258,11 @@ func (s *Store) CreateOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
 			return &ConflictError{State: in.InstantiationState, Reason: stateReason(n, in.InstantiationState)}
 		}
 		var err error
-		created, err = scanOp(tx.QueryRow(ctx, `INSERT INTO vnf_lcm_op_occs (id, vnf_instance_id, operation, operation_state, operation_params, driver_params)
-			VALUES ($1,$2,$3,'STARTING',$4,$5) RETURNING `+opCols, n.ID, n.VnfInstanceID, n.Operation, n.OperationParams, n.DriverParams))
+		owner, lease, attempts := n.leaseArgs()
+		created, err = scanOp(tx.QueryRow(ctx, `INSERT INTO vnf_lcm_op_occs (id, vnf_instance_id, operation, operation_state, operation_params, driver_params,
+				lease_owner, lease_until, attempts)
+			VALUES ($1,$2,$3,'STARTING',$4,$5,$6,now()+$7::interval,$8) RETURNING `+opCols,
+			n.ID, n.VnfInstanceID, n.Operation, n.OperationParams, n.DriverParams, owner, lease, attempts))
 		if err != nil {
 			return err
 		}
@@ -175,7 +275,12 @@ func (s *Store) CreateOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
 		if nb.Len() > 0 {
 			nb.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox)
 		}
-		nb.Queue(`SELECT pg_notify($1, $2)`, ChannelOps, n.ID)
+		if owner == nil {
+			nb.Queue(`SELECT pg_notify($1, $2)`, ChannelOps, n.ID)
+		}
+		if nb.Len() == 0 {
+			return nil
+		}
 		return tx.SendBatch(ctx, &nb).Close()
 	})
 	if err != nil && isUniqueViolation(err) {
@@ -242,16 +347,19 @@ func (s *Store) FailOp(ctx context.Context, id string) (*OpOcc, error) {
 		"only an operation in FAILED_TEMP can be marked as failed")
 }
 
-// CancelOp requests cancellation. An op still STARTING that no engine has
-// claimed is rolled back at once (nothing ran); otherwise the owning engine is
-// told through the cancel flag, its heartbeat and a notification.
+// CancelOp requests cancellation. An op still STARTING that no engine holds
+// (never claimed, or leased to a process that died before running it) is
+// rolled back at once (nothing ran); otherwise the owning engine is told
+// through the cancel flag, its heartbeat and a notification — a run that
+// holds a STARTING op ends it ROLLED_BACK before its first step (the flag
+// keeps its first write from moving it to PROCESSING: OpWrite.Start).
 func (s *Store) CancelOp(ctx context.Context, id, mode string) (*OpOcc, error) {
 	var op *OpOcc
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		op, err = scanOp(tx.QueryRow(ctx, `UPDATE vnf_lcm_op_occs SET operation_state='ROLLED_BACK',
-			state_entered_time=now(), cancel_mode=$2, is_cancel_pending=false
-			WHERE id=$1 AND operation_state='STARTING' AND lease_owner IS NULL RETURNING `+opCols, id, mode))
+			state_entered_time=now(), cancel_mode=$2, is_cancel_pending=false, lease_owner=NULL, lease_until=NULL
+			WHERE id=$1 AND operation_state='STARTING' AND (lease_owner IS NULL OR lease_until < now()) RETURNING `+opCols, id, mode))
 		if err == nil {
 			return notifyOp(ctx, tx, op)
 		}
@@ -317,7 +425,7 @@ func (s *Store) claim(ctx context.Context, owner string, suffix bool, lease time
 			defer rows.Close()
 			for rows.Next() {
 				var prev string
-				op, err := scanOp(prevRow{rows, &prev})
+				op, err := scanOp(leadRow{rows, []any{&prev}})
 				if err != nil {
 					return err
 				}
@@ -342,14 +450,6 @@ func (s *Store) claim(ctx context.Context, owner string, suffix bool, lease time
 	})
 	return ops, err
 }
-
-// prevRow scans a leading extra column before the op's columns.
-type prevRow struct {
-	pgx.Row
-	prev *string
-}
-
-func (r prevRow) Scan(dest ...any) error { return r.Row.Scan(append([]any{r.prev}, dest...)...) }
 
 // notifyOps queues the notifications of several ops' new states in tx, in
 // order, to targets (the subscriptions), reading the instances once, and
@@ -398,7 +498,7 @@ func notifyOps(ctx context.Context, tx pgx.Tx, ops []*OpOcc, targets []target) e
 func (s *Store) Heartbeat(ctx context.Context, id, owner string, lease time.Duration) (cancelPending bool, mode string, err error) {
 	var m *string
 	err = s.pool.QueryRow(ctx, `UPDATE vnf_lcm_op_occs SET lease_until=now()+$3::interval
-		WHERE id=$1 AND lease_owner=$2 AND operation_state IN ('PROCESSING','ROLLING_BACK')
+		WHERE id=$1 AND lease_owner=$2 AND operation_state IN ('STARTING','PROCESSING','ROLLING_BACK')
 		RETURNING is_cancel_pending, cancel_mode`, id, owner, lease.String()).Scan(&cancelPending, &m)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, "", ErrLeaseLost

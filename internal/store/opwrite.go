@@ -1,15 +1,19 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lccn"
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
 )
 
 // Journal write kinds (JournalWrite.Kind).
@@ -39,7 +43,18 @@ type OpWrite struct {
 	Work []byte
 	// Finish, when non-nil, ends the lease (FinishOp) after the rest.
 	Finish *Finish
+	// Start moves an op still STARTING — created leased to its writer
+	// (NewOp.LeaseOwner) — to PROCESSING with the rest of the write, with
+	// its notification, as a claim would; an op that is already past
+	// STARTING is written as usual. A cancel requested while it was
+	// STARTING keeps it there: the write changes nothing and gets
+	// ErrCancelPending.
+	Start bool
 }
+
+// ErrCancelPending answers an OpWrite.Start whose op was asked to cancel
+// while STARTING: nothing was written; the writer ends it ROLLED_BACK.
+var ErrCancelPending = errors.New("store: a cancel was requested before the operation started")
 
 // OpWriteResult is the outcome of one OpWrite.
 type OpWriteResult struct {
@@ -98,28 +113,34 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 		}
 	}
 	fence := newFence(ws)
+	starts := newStarts(ws)
 	out := make([]OpWriteResult, len(ws))
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// Round trip 1, the fence: every op row of the group whose lease its
 		// writer holds, locked until the commit (by the update that sets its
 		// new working copy, when there is one), so that no lease changes
 		// hands before the writes below commit and they need no fence of
-		// their own.
+		// their own. Before it, the starts (OpWrite.Start) of ops still
+		// STARTING, which lock their rows too.
 		var b pgx.Batch
-		held := map[opOwner]bool{}
+		held := map[opOwner]string{} // → operation_state
+		started := starts.queue(&b)
 		b.Queue(fence.sql, fence.args...).Query(func(rows pgx.Rows) error {
 			defer rows.Close()
 			for rows.Next() {
-				var k opOwner
-				if err := rows.Scan(&k.op, &k.owner); err != nil {
+				var (
+					k     opOwner
+					state string
+				)
+				if err := rows.Scan(&k.op, &k.owner, &state); err != nil {
 					return err
 				}
-				held[k] = true
+				held[k] = state
 			}
 			return rows.Err()
 		})
 		var targets []target
-		if anyFinish {
+		if anyFinish || len(starts.ids) > 0 {
 			queueTargets(&b, &targets)
 		}
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
@@ -130,8 +151,13 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 		var jb journalBatch
 		ended := map[string]bool{} // the lease ended earlier in the group
 		for i, w := range ws {
-			if ended[w.OpOccID] || !held[opOwner{w.OpOccID, w.Owner}] {
+			state, ok := held[opOwner{w.OpOccID, w.Owner}]
+			if ended[w.OpOccID] || !ok {
 				out[i].Err = ErrLeaseLost
+				continue
+			}
+			if w.Start && state == model.StateStarting { // not started: a cancel is pending
+				out[i].Err = ErrCancelPending
 				continue
 			}
 			for _, j := range w.Journal {
@@ -143,6 +169,17 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 		}
 		b = pgx.Batch{}
 		jb.queue(&b)
+		// The notifications of the starts, before any finish's.
+		var sb outboxBatch
+		for _, st := range *started {
+			if err := sb.add(targets, opEventOf(st.op, st.in)); err != nil {
+				return err
+			}
+		}
+		if len(sb.nids) > 0 {
+			sb.queue(&b)
+			b.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox)
+		}
 		// The finishes, one statement for the instances and one for the op
 		// rows, whatever their number.
 		var fb finishBatch
@@ -364,20 +401,88 @@ func newFence(ws []OpWrite) fenceQuery {
 		}
 	}
 	if !anyWork {
-		return fenceQuery{`SELECT id::text, lease_owner FROM vnf_lcm_op_occs
+		return fenceQuery{`SELECT id::text, lease_owner, operation_state FROM vnf_lcm_op_occs
 			WHERE id = ANY($1::uuid[]) AND id::text || '/' || lease_owner = ANY($2::text[])
 			FOR NO KEY UPDATE`, []any{ids, pairs}}
 	}
 	return fenceQuery{`WITH u AS (UPDATE vnf_lcm_op_occs SET work = ($3::text[])[array_position($2::text[], id::text || '/' || lease_owner)]::jsonb
 			WHERE id = ANY($1::uuid[]) AND id::text || '/' || lease_owner = ANY($2::text[])
 			  AND ($3::text[])[array_position($2::text[], id::text || '/' || lease_owner)] IS NOT NULL
-			RETURNING id, lease_owner),
-		l AS (SELECT id, lease_owner FROM vnf_lcm_op_occs
+			RETURNING id, lease_owner, operation_state),
+		l AS (SELECT id, lease_owner, operation_state FROM vnf_lcm_op_occs
 			WHERE id = ANY($1::uuid[]) AND id::text || '/' || lease_owner = ANY($2::text[])
 			  AND ($3::text[])[array_position($2::text[], id::text || '/' || lease_owner)] IS NULL
 			FOR NO KEY UPDATE)
-		SELECT id::text, lease_owner FROM u UNION ALL SELECT id::text, lease_owner FROM l`, []any{ids, pairs, works}}
+		SELECT id::text, lease_owner, operation_state FROM u UNION ALL SELECT id::text, lease_owner, operation_state FROM l`, []any{ids, pairs, works}}
 }
+
+// startQuery is a group's starts (OpWrite.Start): one statement that moves
+// the ops still STARTING, whose leases their writers hold and with no
+// cancel pending, to PROCESSING, and returns them with their instances'
+// names for the notifications — what a claim does to a STARTING op.
+type startQuery struct{ ids, pairs []string }
+
+func newStarts(ws []OpWrite) startQuery {
+	var q startQuery
+	seen := map[opOwner]bool{}
+	for _, w := range ws {
+		if k := (opOwner{w.OpOccID, w.Owner}); w.Start && !seen[k] {
+			seen[k] = true
+			q.ids, q.pairs = append(q.ids, w.OpOccID), append(q.pairs, w.OpOccID+"/"+w.Owner)
+		}
+	}
+	return q
+}
+
+// startedOp is an op the group started, with its instance as stored.
+type startedOp struct {
+	op *OpOcc
+	in lccn.Instance
+}
+
+// startOpCols are opCols of the op row o.
+var startOpCols = "o." + strings.Join(strings.Split(strings.Join(strings.Fields(opCols), " "), ", "), ", o.")
+
+// queue queues the statement (none without starts); the started ops go to
+// the slice returned, in seq order, once the batch is sent.
+func (q startQuery) queue(b *pgx.Batch) *[]startedOp {
+	started := new([]startedOp)
+	if len(q.ids) == 0 {
+		return started
+	}
+	b.Queue(`UPDATE vnf_lcm_op_occs o SET operation_state = 'PROCESSING', state_entered_time = now()
+		FROM vnf_instances i
+		WHERE o.id = ANY($1::uuid[]) AND o.id::text || '/' || o.lease_owner = ANY($2::text[])
+		  AND o.operation_state = 'STARTING' AND NOT o.is_cancel_pending AND i.id = o.vnf_instance_id
+		RETURNING i.vnf_instance_name, i.vnfd_id, i.vnf_provider, i.vnf_product_name, i.vnf_software_version,
+			i.vnfd_version, `+startOpCols, q.ids, q.pairs).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				s    startedOp
+				name *string
+			)
+			op, err := scanOp(leadRow{rows, []any{&name, &s.in.VnfdID, &s.in.Provider, &s.in.ProductName,
+				&s.in.SoftwareVersion, &s.in.VnfdVersion}})
+			if err != nil {
+				return err
+			}
+			s.op, s.in.ID, s.in.Name = op, op.VnfInstanceID, deref(name)
+			*started = append(*started, s)
+		}
+		slices.SortFunc(*started, func(a, b startedOp) int { return cmp.Compare(a.op.Seq, b.op.Seq) })
+		return rows.Err()
+	})
+	return started
+}
+
+// leadRow scans leading extra columns before a row's usual ones.
+type leadRow struct {
+	pgx.Row
+	lead []any
+}
+
+func (r leadRow) Scan(dest ...any) error { return r.Row.Scan(append(r.lead, dest...)...) }
 
 type journalKey struct{ op, phase, step, node string }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/golang-migrate/migrate/v4"
 	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5" // pgx5:// driver
@@ -38,6 +39,9 @@ type Store struct {
 	prepare bool
 	// docs coalesces GET's reads of instance documents (docreads.go).
 	docs docReads
+	// createFallbacks counts CreateOpOcc calls given a read (NewOp.From)
+	// that took the transaction reading under the lock (for tests).
+	createFallbacks atomic.Int64
 }
 
 // Open connects to url. Sessions run in UTC so rendered timestamps are stable.

@@ -159,21 +159,51 @@ type InstancePackage struct {
 	Docs [][]byte
 	// Package carries the instance's VNFD (nil: no package does).
 	Package *model.Package
+
+	// targets are the subscriptions, read with the instance when
+	// withTargets (OpenForOp): what creating an operation from this read
+	// notifies.
+	targets     []target
+	withTargets bool
 }
 
 // OpenInstanceAndPackage is InstanceAndPackage that, with open, returns the
 // instance with its sealed values opened (see scanInstanceOpen).
 func (s *Store) OpenInstanceAndPackage(ctx context.Context, id string, open Opener) (*InstancePackage, error) {
+	return s.openInstanceAndPackage(ctx, id, open, false)
+}
+
+// selectInstanceAndPackage reads an instance and its package's id, states and xmin.
+const selectInstanceAndPackage = `SELECT i.*, p.id::text, p.onboarding_state, p.operational_state, p.xmin::text
+		FROM (SELECT ` + instanceCols + ` FROM vnf_instances WHERE id=$1) i
+		LEFT JOIN vnf_packages p ON p.vnfd_id = i.vnfd_id`
+
+// openInstanceAndPackage is OpenInstanceAndPackage that, with subscriptions,
+// reads every subscription in the same round trip (InstancePackage.targets).
+func (s *Store) openInstanceAndPackage(ctx context.Context, id string, open Opener, subscriptions bool) (*InstancePackage, error) {
 	var (
 		pkgID, onb, op, xmin *string
+		in                   *Instance
+		docs                 [][]byte
+		targets              []target
+		err                  error
 	)
-	in, docs, err := scanInstanceOpen(extraRow{s.pool.QueryRow(ctx, `SELECT i.*, p.id::text, p.onboarding_state, p.operational_state, p.xmin::text
-		FROM (SELECT `+instanceCols+` FROM vnf_instances WHERE id=$1) i
-		LEFT JOIN vnf_packages p ON p.vnfd_id = i.vnfd_id`, id), []any{&pkgID, &onb, &op, &xmin}}, open)
+	scan := func(row pgx.Row) error {
+		in, docs, err = scanInstanceOpen(extraRow{row, []any{&pkgID, &onb, &op, &xmin}}, open)
+		return err
+	}
+	if !subscriptions {
+		err = scan(s.pool.QueryRow(ctx, selectInstanceAndPackage, id))
+	} else {
+		var b pgx.Batch
+		b.Queue(selectInstanceAndPackage, id).QueryRow(scan)
+		queueTargets(&b, &targets)
+		err = s.pool.SendBatch(ctx, &b).Close()
+	}
 	if err != nil {
 		return nil, err
 	}
-	r := &InstancePackage{Instance: in, Docs: docs}
+	r := &InstancePackage{Instance: in, Docs: docs, targets: targets, withTargets: subscriptions}
 	if pkgID == nil {
 		return r, nil
 	}
