@@ -206,7 +206,10 @@ const (
 // deliverOne leases one subscription and sends its due notifications in
 // order, a round of at most batch at a time, each round recorded (and the
 // next one claimed, as long as the subscription has more and for at most
-// rounds rounds) in one statement.
+// rounds rounds) in one statement. It reports whether to claim again at
+// once: not when it found nothing to claim, nor when the last round's record
+// found nothing left to send — notifications queued after that wake a
+// worker (the wake-up waits in n.wake until one takes it).
 func (n *Notifier) deliverOne(ctx context.Context) bool {
 	owner := n.owner + "/" + uuid.NewString()[:8]
 	lease := time.Duration(batch+1)*n.cfg.Timeout + 10*time.Second
@@ -263,7 +266,9 @@ func (n *Notifier) deliverOne(ctx context.Context) bool {
 			return true
 		}
 		if len(ds) == 0 {
-			return true // released
+			// Released; nothing due was left unless a failure or the
+			// rounds' limit ended the lease.
+			return failure != nil || more == 0
 		}
 	}
 }

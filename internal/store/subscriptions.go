@@ -389,23 +389,7 @@ func (s *Store) EndDelivery(ctx context.Context, subID, owner string, delivered 
 		failedID, cause, retryIn, giveUp = &f.ID, &f.Cause, &in, f.GiveUp
 		next = 0
 	}
-	// m: whether to keep the lease — the oldest notification left pending
-	// is due (as a claim would find it); r: the lease, fenced by its owner,
-	// kept or released; d, f: the round's records, only when r holds.
-	rows, err := s.pool.Query(ctx, `WITH m AS (SELECT $9::int > 0 AND COALESCE((SELECT o.next_attempt_at <= now()
-			FROM notification_outbox o WHERE o.subscription_id = $1 AND o.delivered_at IS NULL AND o.failed_at IS NULL
-				AND o.id <> ALL($3::bigint[]) ORDER BY o.id LIMIT 1), false) AS keep),
-		r AS (UPDATE subscriptions s SET delivery_owner = CASE WHEN m.keep THEN s.delivery_owner END,
-				delivery_until = CASE WHEN m.keep THEN now()+$8::interval END
-			FROM m WHERE s.id = $1 AND s.delivery_owner = $2
-			RETURNING s.id, m.keep, set_config('synchronous_commit', 'off', true)),
-		dl AS (UPDATE notification_outbox o SET delivered_at=now(), attempts=o.attempts+1, last_error=NULL
-			FROM r WHERE o.subscription_id = r.id AND o.id = ANY($3::bigint[]) RETURNING o.id),
-		fl AS (UPDATE notification_outbox o SET attempts=o.attempts+1, last_error=$5,
-				next_attempt_at=now()+$6::interval, failed_at=CASE WHEN $7 THEN now() END
-			FROM r WHERE o.subscription_id = r.id AND o.id = $4::bigint RETURNING o.id)
-		SELECT (SELECT count(*) FROM dl), (SELECT count(*) FROM fl), d.*
-		FROM r `+pendingRows("r.id", "r.keep", "$3::bigint[]", "$9")+` ORDER BY d.id`,
+	rows, err := s.pool.Query(ctx, endDeliverySQL,
 		subID, owner, delivered, failedID, cause, retryIn, giveUp, lease.String(), next)
 	if err != nil {
 		return nil, err
@@ -446,6 +430,25 @@ func (s *Store) EndDelivery(ctx context.Context, subID, owner string, delivered 
 	}
 	return out, nil
 }
+
+// endDeliverySQL is EndDelivery's statement: m, whether to keep the lease —
+// the oldest notification left pending is due (as a claim would find it); r:
+// the lease, fenced by its owner, kept or released; dl, fl: the round's
+// records, only when r holds; then the next round's notifications.
+var endDeliverySQL = `WITH m AS MATERIALIZED (SELECT $9::int > 0 AND COALESCE((SELECT o.next_attempt_at <= now()
+			FROM notification_outbox o WHERE o.subscription_id = $1 AND o.delivered_at IS NULL AND o.failed_at IS NULL
+				AND o.id <> ALL($3::bigint[]) ORDER BY o.id LIMIT 1), false) AS keep),
+		r AS (UPDATE subscriptions s SET delivery_owner = CASE WHEN m.keep THEN s.delivery_owner END,
+				delivery_until = CASE WHEN m.keep THEN now()+$8::interval END
+			FROM m WHERE s.id = $1 AND s.delivery_owner = $2
+			RETURNING s.id, m.keep, set_config('synchronous_commit', 'off', true)),
+		dl AS (UPDATE notification_outbox o SET delivered_at=now(), attempts=o.attempts+1, last_error=NULL
+			FROM r WHERE o.subscription_id = r.id AND o.id = ANY($3::bigint[]) RETURNING o.id),
+		fl AS (UPDATE notification_outbox o SET attempts=o.attempts+1, last_error=$5,
+				next_attempt_at=now()+$6::interval, failed_at=CASE WHEN $7 THEN now() END
+			FROM r WHERE o.subscription_id = r.id AND o.id = $4::bigint RETURNING o.id)
+		SELECT (SELECT count(*) FROM dl), (SELECT count(*) FROM fl), d.*
+		FROM r ` + pendingRows("r.id", "r.keep", "$3::bigint[]", "$9") + ` ORDER BY d.id`
 
 // PruneDelivered deletes delivered notifications older than age.
 func (s *Store) PruneDelivered(ctx context.Context, age time.Duration) (int64, error) {
