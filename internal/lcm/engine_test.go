@@ -673,6 +673,34 @@ func TestModifyInfoAndETag(t *testing.T) {
 	}
 }
 
+// A MODIFY_INFO's changedInfo is stored with its secrets sealed, the VIM
+// credentials of a vimConnectionInfo it changed included (they are typed
+// values in it, which sealing did not reach), and read back masked.
+func TestModifyChangedInfoKeepsSecretsSealed(t *testing.T) {
+	w := newWorld(t)
+	w.engine(5*time.Second, nil)
+	ctx := context.Background()
+	id := w.instance()
+	op, err := w.svc.Modify(ctx, id, []byte(`{"metadata":{"api_token":"md-tok-789"},
+		"vimConnectionInfo":[{"id":"v","vimType":"`+lcmtest.VimType+`","accessInfo":{"username":"u","password":"pw-modify-123"}}]}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.wait(op.ID, model.StateCompleted)
+	var stored string
+	if err := w.st.Pool().QueryRow(ctx, `SELECT changed_info::text FROM vnf_lcm_op_occs WHERE id=$1`, op.ID).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"pw-modify-123", "md-tok-789"} {
+		if strings.Contains(stored, secret) {
+			t.Errorf("changedInfo holds %s at rest: %s", secret, stored)
+		}
+	}
+	if !strings.Contains(stored, `"username": "u"`) || !strings.Contains(stored, "enc:v") {
+		t.Errorf("changedInfo at rest: %s", stored)
+	}
+}
+
 // Moving an instance to another package (vnfdId or vnfPkgId) moves every
 // attribute that follows the package, as SOL003's changedInfo lists them;
 // what cannot succeed is refused when the request arrives.

@@ -91,11 +91,23 @@ func (s *Service) seal(raw []byte, p secrets.Place) ([]byte, error) {
 	return out, nil
 }
 
+// sealMap seals the secrets of a document stored at p. SealDoc reaches
+// maps and slices of `any` only: m goes through JSON first, so that a typed
+// value in it (a MODIFY_INFO's changedInfo holds the request's
+// []model.VimConnectionInfo) has its secrets sealed too.
 func (s *Service) sealMap(m map[string]any, p secrets.Place) (map[string]any, error) {
 	if m == nil {
 		return nil, nil
 	}
-	v, err := s.box.SealDoc(m, p)
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any // as the stored document reads back
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	v, err := s.box.SealDoc(doc, p)
 	if err != nil {
 		return nil, err
 	}
