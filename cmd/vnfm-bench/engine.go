@@ -177,7 +177,7 @@ func (b *bench) fillCommitted(samples []opSample) error {
 	for i, s := range samples {
 		ids[i] = s.id
 	}
-	rows, err := b.pool.Query(b.ctx, `SELECT id::text, state_entered_time FROM vnf_lcm_op_occs WHERE id::text = ANY($1) AND operation_state = 'COMPLETED'`, ids)
+	rows, err := b.pool.Query(b.ctx, `SELECT id::text, state_entered_time FROM vnf_lcm_op_occs WHERE id = ANY($1::uuid[]) AND operation_state = 'COMPLETED'`, ids)
 	if err != nil {
 		return err
 	}

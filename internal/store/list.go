@@ -33,6 +33,7 @@ var (
 		"vnfSoftwareVersion": "vnf_software_version",
 		"vnfdVersion":        "vnfd_version",
 		"instantiationState": "instantiation_state",
+		"vnfPkgId":           "vnf_pkg_id::text",
 	}
 	// The documents a client writes, kept in jsonb columns of their own with
 	// a GIN index each (migration 0010): the view's doc holds them as they
@@ -55,15 +56,51 @@ var (
 	}
 )
 
+// uuidCols are, per listing view, the attributes that hold a uuid column's
+// text form (PostgreSQL's: lowercase, hyphenated) and that column. Their
+// eq/neq/in/nin terms compare the uuid column itself, which its own index
+// (the primary key, (vnf_instance_id, seq), ...) answers; no index on the
+// column's text is kept (migration 0014). The other operators (cont,
+// ordering) compare the text form, mapped in the view's SQLColumns.
+var uuidCols = map[string]map[string]string{
+	"vnf_instances_doc":   {"id": "id", "vnfPkgId": "vnf_pkg_id"},
+	"vnf_lcm_op_occs_doc": {"id": "id", "vnfInstanceId": "vnf_instance_id"},
+	"vnf_packages_doc":    {"id": "id"},
+	"subscriptions_doc":   {"id": "id"},
+}
+
 func pageQuery(view, cols string, cmap sol013.SQLColumns, jmap sol013.JSONColumns, p Page) (string, []any, error) {
 	where, args := "seq > $1", []any{p.After}
 	if p.Filter != nil && len(p.Filter.Terms) > 0 {
-		w, a, err := p.Filter.SQLIndexed("doc", cmap, jmap, p.Fields, len(args))
-		if err != nil {
+		// Validated whole: the terms taken out below are valid too.
+		if err := p.Filter.Validate(p.Fields); err != nil {
 			return "", nil, err
 		}
-		where += " AND (" + w + ")"
-		args = append(args, a...)
+		rest := &sol013.Filter{}
+		for _, t := range p.Filter.Terms {
+			col, ok := uuidCols[view][strings.Join(t.Path, "/")]
+			if !ok {
+				rest.Terms = append(rest.Terms, t)
+				continue
+			}
+			cond, arg, ok := uuidCond(t, col, len(args)+1)
+			if !ok {
+				rest.Terms = append(rest.Terms, t)
+				continue
+			}
+			where += " AND " + cond
+			if arg != nil {
+				args = append(args, arg)
+			}
+		}
+		if len(rest.Terms) > 0 {
+			w, a, err := rest.SQLIndexed("doc", cmap, jmap, p.Fields, len(args))
+			if err != nil {
+				return "", nil, err
+			}
+			where += " AND (" + w + ")"
+			args = append(args, a...)
+		}
 	}
 	args = append(args, p.Limit+1)
 	return fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY seq LIMIT $%d`, cols, view, where, len(args)), args, nil
@@ -132,4 +169,65 @@ func listPage[T any](ctx context.Context, s *Store, view, cols string, cmap sol0
 		out = out[:p.Limit]
 	}
 	return out, more, nil
+}
+
+// uuidCond is the condition of an eq, neq, in or nin term on an attribute
+// that holds uuid column col as text, with the same result as comparing
+// that text (sol013.Filter.SQL, Match): a value that is not a uuid in
+// PostgreSQL's text form (another spelling, part of one, anything else)
+// equals no row's attribute. The condition's one argument, if any (arg
+// nil otherwise), is a uuid or a []string of them at placeholder $n. ok is
+// false for the other operators.
+func uuidCond(t sol013.Term, col string, n int) (cond string, arg any, ok bool) {
+	var ids []string
+	for _, v := range t.Values {
+		if pgUUIDText(v) {
+			ids = append(ids, v)
+		}
+	}
+	var pos string
+	switch t.Op {
+	case sol013.OpEq, sol013.OpIn, sol013.OpNeq, sol013.OpNin:
+		switch len(ids) {
+		case 0:
+			pos = "FALSE"
+		case 1:
+			// Not = ANY of one: that would lose the (column, seq) index's order.
+			pos, arg = fmt.Sprintf("%s = $%d::uuid", col, n), ids[0]
+		default:
+			pos, arg = fmt.Sprintf("%s = ANY($%d::uuid[])", col, n), ids
+		}
+	default:
+		return "", nil, false
+	}
+	if t.Op == sol013.OpEq || t.Op == sol013.OpIn {
+		return pos, arg, true
+	}
+	if arg == nil {
+		return "TRUE", nil, true
+	}
+	// A NULL column (no such attribute) matches a negated term.
+	return "NOT COALESCE(" + pos + ", false)", arg, true
+}
+
+// pgUUIDText reports whether s is a uuid as PostgreSQL writes it:
+// 8-4-4-4-12 lowercase hexadecimal digits.
+func pgUUIDText(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }
