@@ -71,7 +71,7 @@ func (a *API) instanceLinks(id, state string) map[string]any {
 // id is the instance's uuid as the store reads it.
 func (a *API) appendLinks(doc []byte, id, state string) ([]byte, error) {
 	doc = bytes.TrimRight(doc, " \t\r\n")
-	if len(doc) < 2 || doc[0] != '{' || doc[len(doc)-1] != '}' || !validID(id) {
+	if len(doc) < 2 || doc[0] != '{' || doc[len(doc)-1] != '}' || !store.IsUUIDText(id) {
 		return nil, fmt.Errorf("api: the rendered document of VNF instance %s is not a JSON object", id)
 	}
 	out := doc[:len(doc)-1]
@@ -102,28 +102,6 @@ func (a *API) appendLinks(doc []byte, id, state string) ([]byte, error) {
 		link("self", "", true)
 	}
 	return append(out, "}}"...), nil
-}
-
-// validID: a uuid in its canonical form (lower-case hex, hyphens at 8, 13,
-// 18 and 23), which needs no JSON escaping.
-func validID(id string) bool {
-	if len(id) != 36 {
-		return false
-	}
-	for i := range len(id) {
-		c := id[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 func (a *API) opDoc(op *store.OpOcc, journal []store.JournalEntry) map[string]any {

@@ -181,7 +181,7 @@ func listPage[T any](ctx context.Context, s *Store, view, cols string, cmap sol0
 func uuidCond(t sol013.Term, col string, n int) (cond string, arg any, ok bool) {
 	var ids []string
 	for _, v := range t.Values {
-		if pgUUIDText(v) {
+		if IsUUIDText(v) {
 			ids = append(ids, v)
 		}
 	}
@@ -210,9 +210,10 @@ func uuidCond(t sol013.Term, col string, n int) (cond string, arg any, ok bool) 
 	return "NOT COALESCE(" + pos + ", false)", arg, true
 }
 
-// pgUUIDText reports whether s is a uuid as PostgreSQL writes it:
-// 8-4-4-4-12 lowercase hexadecimal digits.
-func pgUUIDText(s string) bool {
+// IsUUIDText reports whether s is a uuid as PostgreSQL writes it (and
+// uuid.UUID.String): 8-4-4-4-12 lowercase hexadecimal digits, nothing that
+// needs JSON escaping.
+func IsUUIDText(s string) bool {
 	if len(s) != 36 {
 		return false
 	}
