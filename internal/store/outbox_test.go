@@ -165,3 +165,27 @@ func TestOutboxRowsWithAnEventOnly(t *testing.T) {
 		t.Fatalf("claim: %v %+v", err, ds)
 	}
 }
+
+// A subscription's filter is read as stored at every event, also when it
+// changed after the fan-out had used it (the decoded filters are cached).
+func TestFanOutSeesAChangedFilter(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	sub, err := st.CreateSubscription(ctx, &store.Subscription{ID: uuid.NewString(), CallbackURI: "http://127.0.0.1:1/n",
+		Filter: &lccn.Filter{NotificationTypes: []string{lccn.TypeOpOcc}, OperationStates: []string{model.StateCompleted}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newOps(t, st, 1) // a creation and a STARTING: neither matches
+	if got, ds, err := st.ClaimSubscription(ctx, "a", time.Minute, 10); err != nil || got != nil {
+		t.Fatalf("claimed %v %d (%v), want nothing", got, len(ds), err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE subscriptions SET filter = '{"notificationTypes":["`+lccn.TypeOpOcc+`"]}' WHERE id=$1`, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	ops := newOps(t, st, 1)
+	_, ds, err := st.ClaimSubscription(ctx, "a", time.Minute, 10)
+	if err != nil || len(ds) != 1 || notificationOf(t, ds[0])["vnfLcmOpOccId"] != ops[0] {
+		t.Fatalf("after the filter changed: %v %+v", err, ds)
+	}
+}

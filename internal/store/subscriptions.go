@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -127,13 +129,49 @@ func scanTargets(rows pgx.Rows) ([]target, error) {
 			return nil, err
 		}
 		if len(raw) > 0 {
-			if err := json.Unmarshal(raw, &t.f); err != nil {
-				return nil, fmt.Errorf("store: subscription %s filter: %w", t.id, err)
+			f, err := decodeFilter(t.id, raw)
+			if err != nil {
+				return nil, err
 			}
+			t.f = f
 		}
 		targets = append(targets, t)
 	}
 	return targets, rows.Err()
+}
+
+// filters caches decoded subscription filters by subscription id with the
+// JSON they were decoded from: every operation's notifications read every
+// subscription's filter, and a filter never changes but by a new row (or
+// a hand-made update, which the JSON's comparison sees). Shared, read-only.
+var filters struct {
+	m sync.Map // subscription id → cachedFilter
+	n atomic.Int64
+}
+
+type cachedFilter struct {
+	raw string
+	f   *lccn.Filter
+}
+
+// maxCachedFilters bounds the cache: past it, it starts again empty.
+const maxCachedFilters = 10000
+
+// decodeFilter is the filter of subscription id stored as raw.
+func decodeFilter(id string, raw []byte) (*lccn.Filter, error) {
+	if c, ok := filters.m.Load(id); ok && c.(cachedFilter).raw == string(raw) {
+		return c.(cachedFilter).f, nil
+	}
+	var f *lccn.Filter
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, fmt.Errorf("store: subscription %s filter: %w", id, err)
+	}
+	if filters.n.Add(1) > maxCachedFilters {
+		filters.m.Clear()
+		filters.n.Store(1)
+	}
+	filters.m.Store(id, cachedFilter{raw: string(raw), f: f})
+	return f, nil
 }
 
 // queueOutbox queues the outbox rows of ev for every target whose filter
