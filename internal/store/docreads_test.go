@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -346,11 +347,14 @@ func TestDocReadsErrorReachesEveryReader(t *testing.T) {
 	}
 }
 
-// Many concurrent readers, with the default bounds, each get their own
-// instance's document or not found.
+// Many concurrent readers, one batch or several in flight, each get their
+// own instance's document or not found; readers that give up on the way
+// (a deadline of a few microseconds) get their context's error or their
+// answer, and nothing is left running after.
 func TestDocReadsConcurrent(t *testing.T) {
 	ctx := context.Background()
 	st := open(t)
+	before := runtime.NumGoroutine()
 	var ids []string
 	want := map[string]*store.InstanceDoc{}
 	for i := range 8 {
@@ -362,26 +366,44 @@ func TestDocReadsConcurrent(t *testing.T) {
 		ids, want[id] = append(ids, id), d
 	}
 	ids = append(ids, uuid.NewString())
-	var wg sync.WaitGroup
-	errs := make(chan string, 32)
-	for g := range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var d store.InstanceDoc
-			for i := range 200 {
-				id := ids[(g+i)%len(ids)]
-				err := st.ReadInstanceDoc(ctx, id, &d)
-				if w := want[id]; w == nil && err != store.ErrNotFound || w != nil && (err != nil || !sameDoc(&d, w)) {
-					errs <- id + ": " + string(d.Doc)
-					return
+	for _, k := range []int{1, 3} {
+		store.SetDocReads(st, k, nil)
+		var wg sync.WaitGroup
+		errs := make(chan string, 32)
+		for g := range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var d store.InstanceDoc
+				for i := range 200 {
+					id := ids[(g+i)%len(ids)]
+					rctx, cancel := ctx, context.CancelFunc(func() {})
+					if g%4 == 0 {
+						rctx, cancel = context.WithTimeout(ctx, time.Duration(i%50)*time.Microsecond)
+					}
+					err := st.ReadInstanceDoc(rctx, id, &d)
+					cancel()
+					if g%4 == 0 && err != nil && rctx.Err() != nil && errors.Is(err, rctx.Err()) {
+						continue // gave up
+					}
+					if w := want[id]; w == nil && err != store.ErrNotFound || w != nil && (err != nil || !sameDoc(&d, w)) {
+						errs <- fmt.Sprintf("%d in flight: %s: %s, %v", k, id, docString(&d), err)
+						return
+					}
 				}
-			}
-		}()
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Error(e)
+		}
 	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Error(e)
+	for range 500 {
+		if runtime.NumGoroutine() <= before {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
+	t.Errorf("%d goroutines after the reads, %d before", runtime.NumGoroutine(), before)
 }
