@@ -289,26 +289,7 @@ func pendingRows(sub, keep, done, max string) string {
 			AND o.id <> ALL(` + done + `) ORDER BY o.id LIMIT ` + max + `) d ON true`
 }
 
-// scanDelivery reads deliveryCols; ok is false for the null row of an outer
-// join (no pending notification).
-func scanDelivery(id *int64, nid, sub *string, body, event []byte, attempts *int32, created *time.Time) (Delivery, bool, error) {
-	if id == nil {
-		return Delivery{}, false, nil
-	}
-	d := Delivery{ID: *id, NotificationID: deref(nid), SubscriptionID: deref(sub), Body: body, CreatedAt: *created}
-	if attempts != nil {
-		d.Attempts = int(*attempts)
-	}
-	if body == nil {
-		d.Event = &lccn.Event{}
-		if err := json.Unmarshal(event, d.Event); err != nil {
-			return d, false, fmt.Errorf("store: notification %d: %w", d.ID, err)
-		}
-	}
-	return d, true, nil
-}
-
-// deliveryRow holds one row's delivery columns.
+// deliveryRow holds one row's deliveryCols.
 type deliveryRow struct {
 	id          *int64
 	nid, sub    *string
@@ -321,14 +302,30 @@ func (r *deliveryRow) dest() []any {
 	return []any{&r.id, &r.nid, &r.sub, &r.body, &r.event, &r.attempts, &r.created}
 }
 
-func (r *deliveryRow) delivery() (Delivery, bool, error) {
-	return scanDelivery(r.id, r.nid, r.sub, r.body, r.event, r.attempts, r.created)
+// delivery is the row's notification; ok is false for the null row of an
+// outer join (no pending notification).
+func (r *deliveryRow) delivery() (d Delivery, ok bool, err error) {
+	if r.id == nil {
+		return Delivery{}, false, nil
+	}
+	d = Delivery{ID: *r.id, NotificationID: deref(r.nid), SubscriptionID: deref(r.sub), Body: r.body, CreatedAt: *r.created}
+	if r.attempts != nil {
+		d.Attempts = int(*r.attempts)
+	}
+	if r.body == nil {
+		d.Event = &lccn.Event{}
+		if err := json.Unmarshal(r.event, d.Event); err != nil {
+			return d, false, fmt.Errorf("store: notification %d: %w", d.ID, err)
+		}
+	}
+	return d, true, nil
 }
 
 // ClaimSubscription leases a subscription whose oldest undelivered
 // notification is due, and returns up to max of its pending notifications in
 // order, in one statement (one round trip, its own transaction). Holding the
-// subscription, not single rows, keeps deliveries ordered.
+// subscription, not single rows, keeps deliveries ordered. The subscription's
+// Filter is shared (decoded once): read-only.
 //
 // Like EndDelivery, the lease's commit does not wait for the WAL flush
 // (synchronous_commit off for this transaction): a lease a database crash
@@ -362,8 +359,8 @@ func (s *Store) ClaimSubscription(ctx context.Context, owner string, lease time.
 		}
 		if sub == nil {
 			if len(f) > 0 {
-				if err := json.Unmarshal(f, &sc.Filter); err != nil {
-					return nil, nil, fmt.Errorf("store: subscription %s filter: %w", sc.ID, err)
+				if sc.Filter, err = decodeFilter(sc.ID, f); err != nil {
+					return nil, nil, err
 				}
 			}
 			sub = &sc
