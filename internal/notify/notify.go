@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lccn"
 	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
@@ -61,6 +62,9 @@ type Notifier struct {
 	wake   chan struct{}
 	owner  string
 	tokens sync.Map // tokenEndpoint|clientId → cachedToken
+	// attempts are the NotificationAttempts counters by result, resolved
+	// once (nil without metrics).
+	attempts map[string]prometheus.Counter
 }
 
 // New builds a Notifier.
@@ -90,10 +94,17 @@ func New(c Config) *Notifier {
 		c.Outbound = &outbound.Policy{}
 	}
 	h, _ := os.Hostname()
-	return &Notifier{cfg: c, log: c.Logger.With("component", "notify"), wake: make(chan struct{}, c.Workers),
+	n := &Notifier{cfg: c, log: c.Logger.With("component", "notify"), wake: make(chan struct{}, c.Workers),
 		owner:  fmt.Sprintf("%s-%d", h, os.Getpid()),
 		client: c.Outbound.Client(outbound.ClientOptions{Timeout: c.Timeout}),
 		probe:  c.Outbound.Client(outbound.ClientOptions{Timeout: c.Timeout, Probe: true})}
+	if m := c.Metrics; m != nil {
+		n.attempts = map[string]prometheus.Counter{}
+		for _, r := range []string{"delivered", "failed", "given_up"} {
+			n.attempts[r] = m.NotificationAttempts.WithLabelValues(r)
+		}
+	}
+	return n
 }
 
 // Run delivers until ctx ends.
@@ -275,7 +286,7 @@ func (n *Notifier) deliverOne(ctx context.Context) bool {
 
 func (n *Notifier) observe(result string, latency time.Duration) {
 	if m := n.cfg.Metrics; m != nil {
-		m.NotificationAttempts.WithLabelValues(result).Inc()
+		n.attempts[result].Inc()
 		if result == "delivered" {
 			m.NotificationLatency.Observe(latency.Seconds())
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/apitest"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
+	"github.com/mini-vnfm/mini-vnfm/internal/metrics"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/notify"
 	"github.com/mini-vnfm/mini-vnfm/internal/outbound/outboundtest"
@@ -78,9 +79,10 @@ func (r *receiver) notifications() []map[string]any {
 }
 
 type world struct {
-	st   *store.Store
-	svc  *lcm.Service
-	subs *notify.Subscriptions
+	st      *store.Store
+	svc     *lcm.Service
+	subs    *notify.Subscriptions
+	metrics *metrics.Metrics
 }
 
 func setup(t *testing.T) *world {
@@ -99,14 +101,15 @@ func setup(t *testing.T) *world {
 	log := slog.New(slog.DiscardHandler)
 	cfg := lcm.Config{Store: st, Box: box, Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Infra: lcmtest.Resolver(&lcmtest.Infra{}), Logger: log}
 	eng := lcm.NewEngine(lcm.EngineConfig{Config: cfg, Workers: 2, Lease: 5 * time.Second, Poll: 100 * time.Millisecond})
-	n := notify.New(notify.Config{Store: st, Box: box, BaseURL: "http://vnfm.example", Logger: log,
+	m := metrics.New(nil, log)
+	n := notify.New(notify.Config{Store: st, Box: box, BaseURL: "http://vnfm.example", Logger: log, Metrics: m,
 		BackoffMin: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond, Timeout: 2 * time.Second,
 		Outbound: outboundtest.Policy(0)})
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = eng.Run(ctx) })
 	wg.Go(func() { n.Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return &world{st: st, svc: lcm.NewService(cfg), subs: notify.NewSubscriptions(n, true)}
+	return &world{st: st, svc: lcm.NewService(cfg), subs: notify.NewSubscriptions(n, true), metrics: m}
 }
 
 func (w *world) run(t *testing.T, f func() (*store.OpOcc, error)) {
@@ -248,6 +251,29 @@ func TestReceiverDownGetsEverythingLaterInOrder(t *testing.T) {
 		if keyOf(n) != expected[i] {
 			t.Fatalf("after recovery notification %d is %s", i, keyOf(n))
 		}
+	}
+	// The attempts are counted by result.
+	attempts := func(result string) float64 {
+		mfs, err := w.metrics.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "vnfm_notification_attempts_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "result" && l.GetValue() == result {
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return 0
+	}
+	if failed, delivered := attempts("failed"), attempts("delivered"); failed < 2 || delivered < float64(len(expected)) {
+		t.Fatalf("attempts counted: %v failed, %v delivered", failed, delivered)
 	}
 }
 
