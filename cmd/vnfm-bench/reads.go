@@ -173,7 +173,7 @@ func (b *bench) waitIdle(within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
 		var busy int
-		if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM vnf_lcm_op_occs WHERE operation_state IN ('STARTING','PROCESSING','ROLLING_BACK')`).Scan(&busy); err != nil {
+		if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM vnf_lcm_op_occs WHERE stage = 'run'`).Scan(&busy); err != nil {
 			return err
 		}
 		if busy == 0 {

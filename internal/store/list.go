@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/sol013"
 )
 
@@ -78,6 +80,11 @@ func pageQuery(view, cols string, cmap sol013.SQLColumns, jmap sol013.JSONColumn
 		}
 		rest := &sol013.Filter{}
 		for _, t := range p.Filter.Terms {
+			if cond, arg, ok := stageCond(view, t, len(args)+1); ok {
+				// Implied by the term, which stays: only the plan changes.
+				where += " AND " + cond
+				args = append(args, arg)
+			}
 			col, ok := uuidCols[view][strings.Join(t.Path, "/")]
 			if !ok {
 				rest.Terms = append(rest.Terms, t)
@@ -231,4 +238,37 @@ func IsUUIDText(s string) bool {
 		}
 	}
 	return true
+}
+
+// stageCond is, for an eq or in term on an op's operationState, the
+// condition on its stage (migration 0015) that the term implies: the
+// indexes on unfinished and failed operations name the stage, not the
+// state (so that an operation's start can be a HOT update), and the
+// planner uses them only for a query that names it too.
+func stageCond(view string, t sol013.Term, n int) (cond string, arg any, ok bool) {
+	if view != "vnf_lcm_op_occs_doc" || len(t.Path) != 1 || t.Path[0] != "operationState" || (t.Op != sol013.OpEq && t.Op != sol013.OpIn) {
+		return "", nil, false
+	}
+	var stages []string
+	for _, v := range t.Values {
+		if st := stageOf(v); !slices.Contains(stages, st) {
+			stages = append(stages, st)
+		}
+	}
+	if len(stages) == 1 {
+		return fmt.Sprintf("stage = $%d::text", n), stages[0], true
+	}
+	return fmt.Sprintf("stage = ANY($%d::text[])", n), stages, true
+}
+
+// stageOf is the stage of an op in state s: vnf_lcm_op_occs.stage's
+// expression (migration 0015).
+func stageOf(s string) string {
+	switch s {
+	case model.StateStarting, model.StateProcessing, model.StateRollingBack:
+		return "run"
+	case model.StateFailedTemp:
+		return "held"
+	}
+	return s
 }

@@ -80,7 +80,7 @@ func scanOp(row pgx.Row) (*OpOcc, error) {
 // OpPlace(opID, "driver_params"); nil: none) and that operation's id.
 func (s *Store) InstantiationParams(ctx context.Context, instID string) (sealed []byte, opID string, err error) {
 	err = s.pool.QueryRow(ctx, `SELECT driver_params, id::text FROM vnf_lcm_op_occs
-		WHERE vnf_instance_id=$1 AND operation='INSTANTIATE' AND operation_state='COMPLETED'
+		WHERE vnf_instance_id=$1 AND operation='INSTANTIATE' AND stage='COMPLETED'
 		ORDER BY seq DESC LIMIT 1`, instID).Scan(&sealed, &opID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, "", nil
@@ -93,12 +93,15 @@ func (s *Store) GetOpOcc(ctx context.Context, id string) (*OpOcc, error) {
 	return scanOp(s.pool.QueryRow(ctx, `SELECT `+opCols+` FROM vnf_lcm_op_occs WHERE id=$1`, id))
 }
 
-// activeStates are the states of an unfinished operation (one per instance at most).
-const activeStates = `('STARTING','PROCESSING','FAILED_TEMP','ROLLING_BACK')`
+// activeStages are the stages (migration 0015: a column generated from the
+// state, which the indexes name instead of it) of an unfinished operation
+// (one per instance at most): STARTING, PROCESSING, ROLLING_BACK ('run')
+// and FAILED_TEMP ('held').
+const activeStages = `('run','held')`
 
 func activeOp(ctx context.Context, q pgx.Tx, instID string) (*OpOcc, error) {
 	op, err := scanOp(q.QueryRow(ctx, `SELECT `+opCols+` FROM vnf_lcm_op_occs
-		WHERE vnf_instance_id=$1 AND operation_state IN `+activeStates, instID))
+		WHERE vnf_instance_id=$1 AND stage IN `+activeStages, instID))
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
@@ -211,7 +214,7 @@ const createOpAsRead = `WITH i AS (SELECT id FROM vnf_instances WHERE id = $2::u
 	o AS (INSERT INTO vnf_lcm_op_occs (id, vnf_instance_id, operation, operation_state, operation_params, driver_params,
 			lease_owner, lease_until, attempts)
 		SELECT $1::uuid, i.id, $3::text, 'STARTING', $4::jsonb, $5::jsonb, $7::text, now() + $8::interval, $9::int FROM i
-		WHERE NOT EXISTS (SELECT 1 FROM vnf_lcm_op_occs a WHERE a.vnf_instance_id = $2::uuid AND a.operation_state IN ` + activeStates + `)
+		WHERE NOT EXISTS (SELECT 1 FROM vnf_lcm_op_occs a WHERE a.vnf_instance_id = $2::uuid AND a.stage IN ` + activeStages + `)
 		RETURNING ` + opCols + `),
 	n AS (INSERT INTO notification_outbox (notification_id, subscription_id, body)
 		SELECT $10::uuid, s.id, $12::text FROM o, unnest($11::uuid[]) WITH ORDINALITY AS u(sid, k) JOIN subscriptions s ON s.id = u.sid
@@ -236,7 +239,7 @@ func (s *Store) createOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
 			in, err = scanInstanceHead(row)
 			return err
 		})
-		b.Queue(`SELECT `+opCols+` FROM vnf_lcm_op_occs WHERE vnf_instance_id=$1 AND operation_state IN `+activeStates,
+		b.Queue(`SELECT `+opCols+` FROM vnf_lcm_op_occs WHERE vnf_instance_id=$1 AND stage IN `+activeStages,
 			n.VnfInstanceID).QueryRow(func(row pgx.Row) error {
 			var err error
 			if active, err = scanOp(row); errors.Is(err, ErrNotFound) {
@@ -418,7 +421,7 @@ func (s *Store) claim(ctx context.Context, owner string, suffix bool, lease time
 				lease_owner = CASE WHEN $4 THEN $1 || '/' || substr(md5(random()::text), 1, 8) ELSE $1 END,
 				lease_until = now()+$2::interval, attempts = attempts+1
 			FROM (SELECT id AS claimed, operation_state AS prev FROM vnf_lcm_op_occs
-				WHERE operation_state IN ('STARTING','PROCESSING','ROLLING_BACK')
+				WHERE stage = 'run'
 				  AND (lease_until IS NULL OR lease_until < now())
 				ORDER BY seq FOR UPDATE SKIP LOCKED LIMIT $3) c
 			WHERE id = c.claimed RETURNING c.prev, `+opCols, owner, lease.String(), n, suffix).Query(func(rows pgx.Rows) error {

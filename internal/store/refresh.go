@@ -15,7 +15,7 @@ import (
 // whose records a background refresh may rewrite (Tacker's sync_db skips
 // the others too: their records are what an operator resolves by hand).
 const settledCond = `i.instantiation_state = 'INSTANTIATED'
-	AND NOT EXISTS (SELECT 1 FROM vnf_lcm_op_occs o WHERE o.vnf_instance_id = i.id AND o.operation_state IN ` + activeStates + `)
+	AND NOT EXISTS (SELECT 1 FROM vnf_lcm_op_occs o WHERE o.vnf_instance_id = i.id AND o.stage IN ` + activeStages + `)
 	AND COALESCE((SELECT o.operation_state FROM vnf_lcm_op_occs o WHERE o.vnf_instance_id = i.id
 		ORDER BY o.seq DESC LIMIT 1), '') <> 'FAILED'`
 

@@ -48,7 +48,7 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		count(*) FILTER (WHERE lease_owner IS NULL OR lease_until < now()),
 		count(*) FILTER (WHERE lease_owner IS NOT NULL AND lease_until < now()),
 		COALESCE(EXTRACT(EPOCH FROM now() - min(state_entered_time) FILTER (WHERE lease_owner IS NOT NULL)), 0)
-		FROM vnf_lcm_op_occs WHERE operation_state IN ('STARTING','PROCESSING','ROLLING_BACK')`).Scan(&st.QueueDepth, &st.ExpiredLeases, &age)
+		FROM vnf_lcm_op_occs WHERE stage = 'run'`).Scan(&st.QueueDepth, &st.ExpiredLeases, &age)
 	st.OldestLeaseAge = time.Duration(age * float64(time.Second))
 	if err != nil {
 		return nil, err

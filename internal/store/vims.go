@@ -267,7 +267,7 @@ func vimUsers(ctx context.Context, q interface {
 		return nil, nil, err
 	}
 	ops, err = collect(`SELECT id::text FROM vnf_lcm_op_occs
-		WHERE operation_state IN ('STARTING','PROCESSING','FAILED_TEMP','ROLLING_BACK')
+		WHERE stage IN ` + activeStages + `
 		AND operation_params -> 'vimConnectionInfo' @> $1 ORDER BY seq`)
 	if err != nil {
 		return nil, nil, err
