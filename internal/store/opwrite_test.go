@@ -265,6 +265,13 @@ func TestWriteOpsGroupFinishes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A finish without an instance reports the stored one's (opEvent).
+	stored, err := st.CreateSubscription(ctx, &store.Subscription{ID: uuid.NewString(), CallbackURI: "http://127.0.0.1:1/i",
+		Filter: &lccn.Filter{NotificationTypes: []string{lccn.TypeOpOcc}, OperationStates: []string{model.StateFailedTemp},
+			VnfInstanceSubscriptionFilter: &lccn.InstanceFilter{VnfInstanceNames: []string{"i"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	newOps(t, st, 4)
 	ops, err := st.ClaimN(ctx, "e", time.Minute, 4)
 	if err != nil || len(ops) != 4 {
@@ -335,7 +342,7 @@ func TestWriteOpsGroupFinishes(t *testing.T) {
 		t.Fatalf("the fenced-out op: %s work %s", got.OperationState, got.Work)
 	}
 	queued := map[string][]store.Delivery{}
-	for range 2 {
+	for range 3 {
 		sub, ds, err := st.ClaimSubscription(ctx, "n", time.Minute, 100)
 		if err != nil || sub == nil {
 			t.Fatalf("claim: %v %v", sub, err)
@@ -356,5 +363,8 @@ func TestWriteOpsGroupFinishes(t *testing.T) {
 	}
 	if c := queued[named.ID]; len(c) != 1 || notificationOf(t, c[0])["vnfLcmOpOccId"] != ops[2].ID {
 		t.Fatalf("notifications for instances named c: %+v", c)
+	}
+	if c := queued[stored.ID]; len(c) != 1 || notificationOf(t, c[0])["vnfLcmOpOccId"] != ops[3].ID {
+		t.Fatalf("FAILED_TEMP notifications for instances named i: %+v", c)
 	}
 }

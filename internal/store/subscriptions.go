@@ -234,10 +234,11 @@ func sendOutbox(ctx context.Context, tx pgx.Tx, nb *pgx.Batch) error {
 	return tx.SendBatch(ctx, nb).Close()
 }
 
-// opEvent builds the event of an op occurrence's new state (instance read in tx).
+// opEvent builds the event of an op occurrence's new state (instance read in
+// tx, its identity and names: the jsonb attributes are not decoded).
 func opEvent(ctx context.Context, tx pgx.Tx, op *OpOcc) (lccn.Event, error) {
 	ev := opEventOf(op, lccn.Instance{})
-	in, err := scanInstance(tx.QueryRow(ctx, `SELECT `+instanceCols+` FROM vnf_instances WHERE id=$1`, op.VnfInstanceID))
+	in, err := scanInstanceHead(tx.QueryRow(ctx, `SELECT `+instanceCols+` FROM vnf_instances WHERE id=$1`, op.VnfInstanceID))
 	if errors.Is(err, ErrNotFound) {
 		ev.Instance = lccn.Instance{ID: op.VnfInstanceID}
 		return ev, nil
