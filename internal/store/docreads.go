@@ -200,31 +200,39 @@ func (r *docReads) handOn() {
 }
 
 // runDocBatch runs b's statement, answers b's readers and hands the turn
-// on. The caller leads b (b.reads[0]) with context ctx.
+// on. The caller leads b (b.reads[0]) with context ctx. A panic on the way
+// still answers the readers (with errBatchPanicked) and hands the turn on
+// before it goes up: the next reads are not left waiting for a turn that
+// never ends.
 func (s *Store) runDocBatch(ctx context.Context, b *docBatch) {
-	lead := b.reads[0]
+	err := errBatchPanicked // unless the statement returns
 	stop := context.AfterFunc(ctx, b.leave)
-	err := s.queryDocBatch(b)
-	stop()
-	b.cancel()
-	if h := s.docs.hook; h != nil {
-		h("read", len(b.reads))
-	}
-	lead.err = err
-	if err != nil && ctx.Err() != nil {
-		lead.err = ctx.Err() // every reader left: the statement was cancelled for them
-	}
-	for _, q := range b.reads[1:] {
-		if q.state.Load() == readAnswering || q.state.CompareAndSwap(readBatched, readAnswering) {
-			q.err = err
-			q.wake <- struct{}{}
+	defer func() {
+		stop()
+		b.cancel()
+		if h := s.docs.hook; h != nil && err != errBatchPanicked {
+			h("read", len(b.reads))
 		}
-	}
-	// The next batch's leader is woken last: the scheduler runs the
-	// goroutine woken last first (runnext), so its statement goes out
-	// before the readers just answered write their responses.
-	s.docs.handOn()
+		lead := b.reads[0]
+		lead.err = err
+		if err != nil && ctx.Err() != nil {
+			lead.err = ctx.Err() // every reader left: the statement was cancelled for them
+		}
+		for _, q := range b.reads[1:] {
+			if q.state.Load() == readAnswering || q.state.CompareAndSwap(readBatched, readAnswering) {
+				q.err = err
+				q.wake <- struct{}{}
+			}
+		}
+		// The next batch's leader is woken last: the scheduler runs the
+		// goroutine woken last first (runnext), so its statement goes out
+		// before the readers just answered write their responses.
+		s.docs.handOn()
+	}()
+	err = s.queryDocBatch(b)
 }
+
+var errBatchPanicked = errors.New("store: reading instance documents failed (a panic, logged by the request that ran the read)")
 
 // answer writes one row into the reads of b that asked for it.
 func (b *docBatch) answer(id uuid.UUID, state []byte, version int64, updated time.Time, doc []byte, current bool) {

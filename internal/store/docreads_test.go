@@ -96,6 +96,18 @@ func (h *heldBatch) batchSizes() []int {
 	return append([]int(nil), h.sizes...)
 }
 
+// startHeld opens a store with instances a and b and starts a read of a
+// whose batch is held at stage.
+func startHeld(t *testing.T, stage string) (st *store.Store, a, b string, h *heldBatch, first <-chan docResult) {
+	t.Helper()
+	st = open(t)
+	a, b = newInstance(t, st, "a"), newInstance(t, st, "b")
+	h = holdFirstBatch(t, st, stage)
+	first = getAsync(context.Background(), st, a)
+	h.waitHeld()
+	return st, a, b, h, first
+}
+
 // getAsync starts GetInstanceDoc(ctx, id).
 func getAsync(ctx context.Context, st *store.Store, id string) <-chan docResult {
 	ch := make(chan docResult, 1)
@@ -249,11 +261,7 @@ func TestDocReadsLinearizable(t *testing.T) {
 // left.
 func TestDocReadsCancelOneNotOthers(t *testing.T) {
 	ctx := context.Background()
-	st := open(t)
-	a, b := newInstance(t, st, "a"), newInstance(t, st, "b")
-	h := holdFirstBatch(t, st, "query")
-	first := getAsync(ctx, st, a)
-	h.waitHeld()
+	st, a, b, h, first := startHeld(t, "query")
 	queuedCtx, cancelQueued := context.WithCancel(ctx)
 	queued := getAsync(queuedCtx, st, b)
 	h.waitQueued(1)
@@ -304,11 +312,7 @@ func TestDocReadsCancelOneNotOthers(t *testing.T) {
 // A batch's error reaches every reader in it, and reads after it run.
 func TestDocReadsErrorReachesEveryReader(t *testing.T) {
 	ctx := context.Background()
-	st := open(t)
-	a, b := newInstance(t, st, "a"), newInstance(t, st, "b")
-	h := holdFirstBatch(t, st, "read") // no lock left on the table
-	first := getAsync(ctx, st, a)
-	h.waitHeld()
+	st, a, b, h, first := startHeld(t, "read") // no lock left on the table
 	chs := []<-chan docResult{getAsync(ctx, st, a), getAsync(ctx, st, b), getAsync(ctx, st, uuid.NewString())}
 	h.waitQueued(len(chs))
 	// The next batch's table is gone for the length of its statement.
@@ -406,4 +410,41 @@ func TestDocReadsConcurrent(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Errorf("%d goroutines after the reads, %d before", runtime.NumGoroutine(), before)
+}
+
+// A panic in a batch's read answers its other readers with an error and
+// hands the turn on: later reads are not left waiting.
+func TestDocReadsPanicHandsOn(t *testing.T) {
+	ctx := context.Background()
+	st, a, b, h, first := startHeld(t, "query")
+	panicked := make(chan any, 1)
+	go func() { // leads the next batch
+		defer func() { panicked <- recover() }()
+		_, _ = st.GetInstanceDoc(ctx, b)
+	}()
+	h.waitQueued(1)
+	other := getAsync(ctx, st, a)
+	h.waitQueued(2)
+	h.mu.Lock()
+	h.onQuery = func(int) { panic("boom") }
+	h.mu.Unlock()
+	h.release()
+	if r := await(t, first); r.err != nil {
+		t.Fatal(r.err)
+	}
+	select {
+	case v := <-panicked:
+		if v != "boom" {
+			t.Fatalf("the leader recovered %v", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leader never returned")
+	}
+	if r := await(t, other); r.err == nil || r.err == store.ErrNotFound {
+		t.Fatalf("the reader beside the panic: %s, %v", docString(r.d), r.err)
+	}
+	store.SetDocReads(st, 0, nil)
+	if r := await(t, getAsync(ctx, st, a)); r.err != nil || r.d.ID != a {
+		t.Fatalf("a read after the panic: %s, %v", docString(r.d), r.err)
+	}
 }
