@@ -224,36 +224,57 @@ func sealedInRequest(body []byte) (string, bool) {
 	if !bytes.Contains(body, []byte("enc:v")) {
 		return "", false
 	}
+	return findInBody(body, secrets.LooksSealed, false)
+}
+
+// nulInRequest finds a member name or string of a JSON body that holds
+// U+0000 (written \u0000: JSON allows no raw control character in a
+// string). PostgreSQL stores no NUL in text or jsonb, so such a request
+// can never be stored; it is refused before anything is created.
+func nulInRequest(body []byte) (string, bool) {
+	if !bytes.Contains(body, []byte(`\u0000`)) {
+		return "", false
+	}
+	return findInBody(body, func(s string) bool { return strings.IndexByte(s, 0) >= 0 }, true)
+}
+
+// findInBody decodes body and returns the JSON pointer of the first string
+// (in member-name order) that match accepts — with keys, of a member name
+// too.
+func findInBody(body []byte, match func(string) bool, keys bool) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
 	if dec.Decode(&v) != nil {
 		return "", false
 	}
-	return findSealed(v, "")
+	return findString(v, "", match, keys)
 }
 
-func findSealed(v any, path string) (string, bool) {
+func findString(v any, path string, match func(string) bool, keys bool) (string, bool) {
 	switch t := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(t))
+		names := make([]string, 0, len(t))
 		for k := range t {
-			keys = append(keys, k)
+			names = append(names, k)
 		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			if p, ok := findSealed(t[k], path+"/"+k); ok {
+		slices.Sort(names)
+		for _, k := range names {
+			if keys && match(k) {
+				return path + "/" + pointerToken(k), true
+			}
+			if p, ok := findString(t[k], path+"/"+pointerToken(k), match, keys); ok {
 				return p, true
 			}
 		}
 	case []any:
 		for i, e := range t {
-			if p, ok := findSealed(e, path+"/"+strconv.Itoa(i)); ok {
+			if p, ok := findString(e, path+"/"+strconv.Itoa(i), match, keys); ok {
 				return p, true
 			}
 		}
 	case string:
-		if secrets.LooksSealed(t) {
+		if match(t) {
 			if path == "" {
 				path = "/"
 			}
@@ -261,4 +282,22 @@ func findSealed(v any, path string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// pointerToken is a member name as a JSON pointer token (RFC 6901), its
+// control characters written \u00XX so that the path can be read.
+func pointerToken(k string) string {
+	k = strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+	if strings.IndexFunc(k, func(r rune) bool { return r < 0x20 }) < 0 {
+		return k
+	}
+	var b strings.Builder
+	for _, r := range k {
+		if r < 0x20 {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

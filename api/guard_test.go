@@ -197,6 +197,34 @@ func TestSealedValuesFromClientsAreRefused(t *testing.T) {
 	}
 }
 
+// TestNULInRequestsIsRefused: PostgreSQL stores no U+0000 in text or jsonb,
+// so a body holding one (in a string or a member name) is refused with 400
+// naming where, before anything is created — not a 500 from the database.
+func TestNULInRequestsIsRefused(t *testing.T) {
+	e := newEnv(t, 100, false)
+	id := e.createInstance("nul")
+	for _, tc := range []struct{ method, path, body, where string }{
+		{"POST", "/vnflcm/v1/vnf_instances", `{"vnfdId":"` + lcmtest.VnfdID + `","vnfInstanceName":"a\u0000b"}`, "/vnfInstanceName"},
+		{"POST", "/vnflcm/v1/vnf_instances", `{"vnfdId":"` + lcmtest.VnfdID + `","metadata":{"x/y\u0000":1}}`, `/metadata/x~1y\u0000`},
+		{"PATCH", "/vnflcm/v1/vnf_instances/" + id, `{"\u0000":"\u0000"}`, `/\u0000`},
+		{"POST", "/vnflcm/v1/vnf_instances/" + id + "/instantiate", `{"flavourId":"simple","additionalParams":{"k":["ok","\u0000"]}}`, "/additionalParams/k/1"},
+	} {
+		hdr := []string{}
+		if tc.method == "PATCH" {
+			hdr = []string{"Content-Type", "application/merge-patch+json"}
+		}
+		r := e.expect(e.do(tc.method, tc.path, tc.body, hdr...), 400)
+		if d, _ := r.json(t)["detail"].(string); !strings.Contains(d, tc.where) || !strings.Contains(d, "U+0000") {
+			t.Fatalf("%s %s: detail %q does not name %s", tc.method, tc.path, d, tc.where)
+		}
+	}
+	if n := len(e.expect(e.do("GET", "/vnflcm/v1/vnf_instances", ""), 200).list(t)); n != 1 {
+		t.Fatalf("%d instances after refused requests, want the 1 created first", n)
+	}
+	// An escaped backslash before u0000 is no NUL: served as usual.
+	e.expect(e.do("POST", "/vnflcm/v1/vnf_instances", `{"vnfdId":"`+lcmtest.VnfdID+`","vnfInstanceName":"a\\u0000b"}`), 201)
+}
+
 // TestSlowBodiesAreCutOff: a JSON body that does not arrive within
 // BodyTimeout is answered 408 and the connection closed; a package upload
 // that stalls is cut off the same way.

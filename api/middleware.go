@@ -203,6 +203,11 @@ func (a *API) readJSON(next http.Handler) http.Handler {
 				a.writeProblem(w, r, problemf(http.StatusBadRequest, err.Error()))
 				return
 			}
+			if p, ok := nulInRequest(body); ok {
+				a.writeProblem(w, r, problemf(http.StatusBadRequest, fmt.Sprintf(
+					"the string or member name at %s holds the character U+0000 (\\u0000), which the VNFM cannot store; remove it", p)))
+				return
+			}
 			if p, ok := sealedInRequest(body); ok {
 				a.writeProblem(w, r, problemf(http.StatusBadRequest, fmt.Sprintf(
 					"the value at %s looks like a value sealed by the VNFM (enc:v…); sealed values are never accepted from clients: send the plaintext", p)))
