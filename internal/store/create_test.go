@@ -314,6 +314,8 @@ func TestCancelBeforeALeasedOpStarts(t *testing.T) {
 // The process that created a leased op dies before its first write: once
 // the lease expires, any engine claims it (STARTING → PROCESSING, attempt
 // 2), and a cancel rolls it back at once, as one no engine ever held.
+// A cancel that reached it while the lease lasted is ended by the claim:
+// ROLLED_BACK, not run, not returned.
 func TestLeasedOpOfADeadProcess(t *testing.T) {
 	st := open(t)
 	ctx := context.Background()
@@ -332,6 +334,23 @@ func TestLeasedOpOfADeadProcess(t *testing.T) {
 		t.Fatalf("cancel after expiry: %v %+v", err, c)
 	}
 	if s := strings.Join(outboxStates(t, st, b.ID), ","); s != "STARTING,ROLLED_BACK" {
+		t.Fatalf("notifications %s", s)
+	}
+
+	c1, c2 := leasedOp(t, st, "dead/3", 50*time.Millisecond), leasedOp(t, st, "dead/4", 50*time.Millisecond)
+	if op, err := st.CancelOp(ctx, c1.ID, model.CancelGraceful); err != nil || op.OperationState != model.StateStarting || !op.IsCancelPending {
+		t.Fatalf("cancel while leased: %v %+v", err, op)
+	}
+	time.Sleep(150 * time.Millisecond)
+	got, err = st.ClaimN(ctx, "alive", time.Minute, 10)
+	if err != nil || len(got) != 1 || got[0].ID != c2.ID || got[0].OperationState != model.StateProcessing {
+		t.Fatalf("claim after a cancel while leased: %v %+v", err, got)
+	}
+	done, err := st.GetOpOcc(ctx, c1.ID)
+	if err != nil || done.OperationState != model.StateRolledBack || done.LeaseOwner != "" || done.IsCancelPending || done.CancelMode != model.CancelGraceful {
+		t.Fatalf("cancelled op after the claim: %v %+v", err, done)
+	}
+	if s := strings.Join(outboxStates(t, st, c1.ID), ","); s != "STARTING,ROLLED_BACK" {
 		t.Fatalf("notifications %s", s)
 	}
 }

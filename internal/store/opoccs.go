@@ -415,11 +415,18 @@ func (s *Store) claim(ctx context.Context, owner string, suffix bool, lease time
 			targets []target
 		)
 		fresh := map[string]bool{}
+		// A STARTING op that a cancel reached (its accepting process died
+		// before its first write) has run nothing: it ends ROLLED_BACK here,
+		// as CancelOp ends one no engine holds, and is not returned.
 		b.Queue(`UPDATE vnf_lcm_op_occs SET
-				operation_state = CASE WHEN operation_state='STARTING' THEN 'PROCESSING' ELSE operation_state END,
+				operation_state = CASE WHEN operation_state='STARTING' AND is_cancel_pending THEN 'ROLLED_BACK'
+					WHEN operation_state='STARTING' THEN 'PROCESSING' ELSE operation_state END,
 				state_entered_time = CASE WHEN operation_state='STARTING' THEN now() ELSE state_entered_time END,
-				lease_owner = CASE WHEN $4 THEN $1 || '/' || substr(md5(random()::text), 1, 8) ELSE $1 END,
-				lease_until = now()+$2::interval, attempts = attempts+1
+				lease_owner = CASE WHEN operation_state='STARTING' AND is_cancel_pending THEN NULL
+					WHEN $4 THEN $1 || '/' || substr(md5(random()::text), 1, 8) ELSE $1 END,
+				lease_until = CASE WHEN operation_state='STARTING' AND is_cancel_pending THEN NULL ELSE now()+$2::interval END,
+				attempts = CASE WHEN operation_state='STARTING' AND is_cancel_pending THEN attempts ELSE attempts+1 END,
+				is_cancel_pending = is_cancel_pending AND operation_state <> 'STARTING'
 			FROM (SELECT id AS claimed, operation_state AS prev FROM vnf_lcm_op_occs
 				WHERE stage = 'run'
 				  AND (lease_until IS NULL OR lease_until < now())
@@ -444,11 +451,16 @@ func (s *Store) claim(ctx context.Context, owner string, suffix bool, lease time
 		// Oldest first, and their notifications in that order.
 		slices.SortFunc(ops, func(a, b *OpOcc) int { return cmp.Compare(a.Seq, b.Seq) })
 		var started []*OpOcc
+		runnable := ops[:0:0]
 		for _, op := range ops {
 			if fresh[op.ID] {
 				started = append(started, op)
 			}
+			if op.OperationState != model.StateRolledBack {
+				runnable = append(runnable, op)
+			}
 		}
+		ops = runnable
 		return notifyOps(ctx, tx, started, targets)
 	})
 	return ops, err
