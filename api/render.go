@@ -31,15 +31,9 @@ func (a *API) href(path string) map[string]string {
 // toDoc converts a value to a generic JSON document with every secret masked:
 // this is the only way resources leave the server.
 func toDoc(v any) map[string]any {
-	b, err := json.Marshal(v)
+	doc, err := secrets.Generic(v)
 	if err != nil {
 		panic(fmt.Sprintf("api: marshal %T: %v", v, err))
-	}
-	var doc map[string]any
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
-		panic(fmt.Sprintf("api: decode %T: %v", v, err))
 	}
 	out, _ := secrets.MaskDoc(doc).(map[string]any)
 	return out

@@ -1,9 +1,6 @@
 package lccn
 
 import (
-	"bytes"
-	"encoding/json"
-
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 )
@@ -37,20 +34,15 @@ func maskedMaps(ms []map[string]any) []map[string]any {
 	return out
 }
 
-// maskedMap is m as JSON would decode it, secrets masked. A value JSON
-// cannot encode (never in what a driver reports) is masked whole.
+// maskedMap is m as JSON would decode it (secrets.Generic), secrets
+// masked. A value JSON cannot encode (never in what a driver reports) is
+// masked whole.
 func maskedMap(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
 	}
-	b, err := json.Marshal(m)
+	doc, err := secrets.Generic(m)
 	if err != nil {
-		return map[string]any{"masked": secrets.Mask}
-	}
-	var doc map[string]any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber() // numbers encode again as they were
-	if err := dec.Decode(&doc); err != nil {
 		return map[string]any{"masked": secrets.Mask}
 	}
 	out, _ := secrets.MaskDoc(doc).(map[string]any)

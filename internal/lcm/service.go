@@ -91,20 +91,16 @@ func (s *Service) seal(raw []byte, p secrets.Place) ([]byte, error) {
 	return out, nil
 }
 
-// sealMap seals the secrets of a document stored at p. SealDoc reaches
-// maps and slices of `any` only: m goes through JSON first, so that a typed
-// value in it (a MODIFY_INFO's changedInfo holds the request's
-// []model.VimConnectionInfo) has its secrets sealed too.
+// sealMap seals the secrets of a document stored at p. It goes through
+// secrets.Generic first, so that a typed value in it (a MODIFY_INFO's
+// changedInfo holds the request's []model.VimConnectionInfo) has its
+// secrets sealed too.
 func (s *Service) sealMap(m map[string]any, p secrets.Place) (map[string]any, error) {
 	if m == nil {
 		return nil, nil
 	}
-	raw, err := json.Marshal(m)
+	doc, err := secrets.Generic(m)
 	if err != nil {
-		return nil, err
-	}
-	var doc map[string]any // as the stored document reads back
-	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, err
 	}
 	v, err := s.box.SealDoc(doc, p)

@@ -285,6 +285,24 @@ func (b *Box) OpenDoc(v any, p Place) (any, error) {
 	return out, firstErr
 }
 
+// Generic returns v as encoding/json decodes its encoding — maps, slices,
+// strings, json.Number (so numbers encode again as they were), bools and
+// nils — the only form MaskDoc and SealDoc walk: a typed value inside a map
+// (a struct, a []T) would otherwise hide the secrets in it.
+func Generic(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MaskDoc returns a copy with every value under a secret key replaced by Mask.
 func MaskDoc(v any) any {
 	return walk(v, Place{}, func(any, Place) any { return Mask })

@@ -241,7 +241,7 @@ func (b *docBatch) answer(id uuid.UUID, state []byte, version int64, updated tim
 			continue
 		}
 		d := q.d
-		if canonicalUUID(q.id) {
+		if IsUUIDText(q.id) { // the form uuid.UUID.String gives: no copy
 			d.ID = q.id
 		} else {
 			d.ID = id.String()
@@ -253,20 +253,6 @@ func (b *docBatch) answer(id uuid.UUID, state []byte, version int64, updated tim
 			d.Doc = append(d.Doc[:0], doc...)
 		}
 	}
-}
-
-// canonicalUUID tells whether s, which uuid.Parse accepted, is in the
-// form uuid.UUID.String gives (36 characters, lower case).
-func canonicalUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 'A' && c <= 'F' {
-			return false
-		}
-	}
-	return true
 }
 
 // getDocsSQL is getDocSQL for several ids (prepared as getDocsStmt); a
