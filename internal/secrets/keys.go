@@ -108,23 +108,27 @@ func (b *Box) Reseal(s string, p Place) (string, bool, error) {
 func (b *Box) ResealDoc(v any, p Place) (any, bool, error) {
 	changed := false
 	var firstErr error
-	var rec func(any, Place) any
-	rec = func(v any, at Place) any {
-		switch t := v.(type) {
+	var rec func(any, *trail) any
+	rec = func(v any, t *trail) any {
+		switch m := v.(type) {
 		case map[string]any:
-			out := make(map[string]any, len(t))
-			for k, val := range t {
-				out[k] = rec(val, at.Key(k))
+			out := make(map[string]any, len(m))
+			for k, val := range m {
+				out[k] = rec(val, &trail{up: t, key: k})
 			}
 			return out
 		case []any:
-			out := make([]any, len(t))
-			for i, val := range t {
-				out[i] = rec(val, at.Elem())
+			out := make([]any, len(m))
+			next := &trail{up: t, elem: true}
+			for i, val := range m {
+				out[i] = rec(val, next)
 			}
 			return out
 		case string:
-			s, ch, err := b.Reseal(t, at)
+			if !IsSealed(m) || b.Current(m) {
+				return m // nothing to do: no place needed
+			}
+			s, ch, err := b.Reseal(m, t.at(p))
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -133,7 +137,7 @@ func (b *Box) ResealDoc(v any, p Place) (any, bool, error) {
 		}
 		return v
 	}
-	out := rec(v, p)
+	out := rec(v, nil)
 	return out, changed, firstErr
 }
 

@@ -35,7 +35,16 @@ type masker struct {
 	src []byte
 	// members is a stack of the members of the objects being written.
 	members []member
+	// An object's members are found (skip) before they are written in
+	// key order, so every object level scans what it holds once more:
+	// quadratic in the nesting depth. Past memoDepth levels of objects,
+	// ends remembers where every container skip has scanned ends, which
+	// makes each later skip of it one lookup and the whole linear.
+	depth int
+	ends  map[int]int
 }
+
+const memoDepth = 16
 
 type member struct {
 	key        []byte // decoded, for sorting and IsSecretKey
@@ -168,6 +177,10 @@ func (m *masker) skip(i int) (int, error) {
 		}
 		return end, nil
 	}
+	if end, ok := m.ends[i]; ok {
+		return end, nil
+	}
+	var open []int // the containers being scanned, when ends is kept
 	depth := 0
 	for i < len(m.src) {
 		switch m.src[i] {
@@ -179,8 +192,19 @@ func (m *masker) skip(i int) (int, error) {
 			i = end
 			continue
 		case '{', '[':
+			if m.ends != nil {
+				if end, ok := m.ends[i]; ok {
+					i = end // scanned before: jump over it
+					continue
+				}
+				open = append(open, i)
+			}
 			depth++
 		case '}', ']':
+			if m.ends != nil {
+				m.ends[open[len(open)-1]] = i + 1
+				open = open[:len(open)-1]
+			}
 			if depth--; depth == 0 {
 				return i + 1, nil
 			}
@@ -192,7 +216,11 @@ func (m *masker) skip(i int) (int, error) {
 
 func (m *masker) object(dst []byte, i int) ([]byte, int, error) {
 	base := len(m.members)
-	defer func() { m.members = m.members[:base] }()
+	m.depth++
+	if m.depth > memoDepth && m.ends == nil {
+		m.ends = make(map[int]int)
+	}
+	defer func() { m.members = m.members[:base]; m.depth-- }()
 	i = m.ws(i + 1)
 	if i < len(m.src) && m.src[i] == '}' {
 		return append(dst, "{}"...), i + 1, nil

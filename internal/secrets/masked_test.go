@@ -120,3 +120,62 @@ func FuzzAppendMasked(f *testing.F) {
 		}
 	})
 }
+
+// deepDoc nests depth objects (keys out of order, a duplicate, a secret and
+// an array at every few levels) around leaf.
+func deepDoc(depth int, leaf string) string {
+	var b strings.Builder
+	for i := range depth {
+		switch i % 4 {
+		case 0:
+			b.WriteString(`{"z":1,"a":"x","z":2,"next":`)
+		case 1:
+			b.WriteString(`{"password":{"deep":[1,{"k":"v"}]},"next":[`)
+		case 2:
+			b.WriteString(`{"next":`)
+		case 3:
+			b.WriteString(`{"b":null,"token":null,"api_key":"s","next":`)
+		}
+	}
+	b.WriteString(leaf)
+	for i := depth - 1; i >= 0; i-- {
+		switch i % 4 {
+		case 1:
+			b.WriteString(`],"m":{}}`)
+		case 2:
+			b.WriteString(`,"a":[{"b":1,"a":2}]}`)
+		default:
+			b.WriteString(`}`)
+		}
+	}
+	return b.String()
+}
+
+// Deep documents (past the depth where container ends are remembered, and
+// as deep as encoding/json decodes) mask to the same bytes.
+func TestAppendMaskedDeepDocuments(t *testing.T) {
+	for _, depth := range []int{memoDepth - 1, memoDepth, memoDepth + 1, 40, 3000, 7000} {
+		for _, leaf := range []string{`"x"`, `{"b":"\u00e9","a":[{"secret":1}]}`, `[]`} {
+			raw := []byte(deepDoc(depth, leaf))
+			if !json.Valid(raw) {
+				t.Fatalf("depth %d: test document is not JSON", depth)
+			}
+			checkMasked(t, raw)
+		}
+	}
+	raw := []byte(strings.Repeat(`{"a":`, 9000) + `"x"` + strings.Repeat("}", 9000))
+	checkMasked(t, raw)
+}
+
+// The cost of masking grows with the document, not with its size times its
+// depth (an object's members are found before they are written).
+func BenchmarkAppendMaskedDeep(b *testing.B) {
+	raw := []byte(deepDoc(7000, `"x"`))
+	b.SetBytes(int64(len(raw)))
+	dst := make([]byte, 0, len(raw))
+	for b.Loop() {
+		if _, err := AppendMasked(dst[:0], raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -38,3 +38,33 @@ func (p Place) String() string {
 func (p Place) aad(header string) []byte {
 	return []byte(header + "\x00" + p.Row + "\x00" + p.Path)
 }
+
+// trail is a place under construction while a document is walked: the
+// member key or array element that leads from its parent. The walk makes a
+// Place only where it needs one (a secret key, a sealed value), so its cost
+// stays linear in the document's size however deep the document nests; a
+// Path string per level would copy the path at every level.
+type trail struct {
+	up   *trail
+	key  string
+	elem bool // an array element ("*"), not a member
+}
+
+// at is the place the trail leads to from base.
+func (t *trail) at(base Place) Place {
+	var segs []*trail
+	for n := t; n != nil; n = n.up {
+		segs = append(segs, n)
+	}
+	var b strings.Builder
+	b.WriteString(base.Path)
+	for i := len(segs) - 1; i >= 0; i-- {
+		b.WriteByte('/')
+		if segs[i].elem {
+			b.WriteByte('*')
+		} else {
+			b.WriteString(pointerEscaper.Replace(segs[i].key))
+		}
+	}
+	return Place{Row: base.Row, Path: b.String()}
+}

@@ -311,21 +311,27 @@ func MaskDoc(v any) any {
 // walk copies v, replacing the value of every secret key with f(value,
 // its place).
 func walk(v any, p Place, f func(any, Place) any) any {
-	switch t := v.(type) {
+	return walkAt(v, p, nil, f)
+}
+
+func walkAt(v any, base Place, t *trail, f func(any, Place) any) any {
+	switch m := v.(type) {
 	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, val := range t {
+		out := make(map[string]any, len(m))
+		for k, val := range m {
+			next := &trail{up: t, key: k}
 			if IsSecretKey(k) && val != nil {
-				out[k] = f(val, p.Key(k))
+				out[k] = f(val, next.at(base))
 				continue
 			}
-			out[k] = walk(val, p.Key(k), f)
+			out[k] = walkAt(val, base, next, f)
 		}
 		return out
 	case []any:
-		out := make([]any, len(t))
-		for i, val := range t {
-			out[i] = walk(val, p.Elem(), f)
+		out := make([]any, len(m))
+		next := &trail{up: t, elem: true}
+		for i, val := range m {
+			out[i] = walkAt(val, base, next, f)
 		}
 		return out
 	default:

@@ -3,7 +3,9 @@ package secrets
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -245,5 +247,58 @@ func TestSealJSONFastPath(t *testing.T) {
 		if _, err := b.OpenJSON([]byte(bad), p); err == nil {
 			t.Fatalf("OpenJSON(%q) accepted invalid JSON", bad)
 		}
+	}
+}
+
+// A value deep in a document is sealed for its own path, arrays as "*",
+// keys escaped: the path a walk builds on demand is the one Place.Key and
+// Place.Elem build.
+func TestDeepSealedValueIsBoundToItsPath(t *testing.T) {
+	k1, k2 := rawKey(t), rawKey(t)
+	b, _ := NewBox(k1)
+	doc := any(map[string]any{"api_token": "deep"})
+	row := At("vnf_instances/aaaa")
+	var keys []string
+	for i := range 200 {
+		k := fmt.Sprintf("k/%d*~", i)
+		keys = append(keys, k)
+		if i%3 == 0 {
+			doc = []any{doc}
+		}
+		doc = map[string]any{k: doc}
+	}
+	deepest := func(v any) (string, Place) {
+		at := row
+		for i := len(keys) - 1; i >= 0; i-- {
+			v = v.(map[string]any)[keys[i]]
+			at = at.Key(keys[i])
+			if l, ok := v.([]any); ok {
+				v = l[0]
+				at = at.Elem()
+			}
+		}
+		return v.(map[string]any)["api_token"].(string), at.Key("api_token")
+	}
+	sealed, err := b.SealDoc(doc, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, at := deepest(sealed)
+	if got, err := b.OpenValue(token, at); err != nil || got != "deep" {
+		t.Fatalf("open at %s: %v %v", at, got, err)
+	}
+	if opened, err := b.OpenDoc(sealed, row); err != nil || !reflect.DeepEqual(opened, doc) {
+		t.Fatalf("OpenDoc: %v", err)
+	}
+	// Re-sealing with a new key binds the value to the same path.
+	rotated, _ := NewBox(k2, k1)
+	out, changed, err := rotated.ResealDoc(sealed, row)
+	if err != nil || !changed {
+		t.Fatalf("reseal: %v %v", changed, err)
+	}
+	token2, _ := deepest(out)
+	fresh, _ := NewBox(k2)
+	if got, err := fresh.OpenValue(token2, at); err != nil || got != "deep" || token2 == token {
+		t.Fatalf("open the re-sealed value at %s: %v %v", at, got, err)
 	}
 }
