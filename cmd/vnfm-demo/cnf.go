@@ -51,10 +51,10 @@ func (d *demo) runCNF(clusterID string, plan samples.Plan) error {
 	vnfdID, _ := pkg["vnfdId"].(string)
 	lb := plan.Kuryr
 	if lb && !hasArtifact(pkg, samples.CNFLoadBalancerFile) {
-		// A make run data directory older than the file keeps the package
-		// it onboarded then (samples are onboarded when missing).
-		d.printf("   note: the onboarded %s has no %s (it was onboarded by an older make run): the CNF gets no Service of type LoadBalancer;"+
-			" delete that package (disable, delete) and restart make run to onboard the current one\n", samples.CNF, samples.CNFLoadBalancerFile)
+		// make run replaces a sample's older package only when no VNF
+		// instance uses it.
+		d.printf("   note: the onboarded %s has no %s (an older make run onboarded it, and VNF instances still use it): the CNF gets no Service of type LoadBalancer;"+
+			" terminate and delete those instances, then restart make run to onboard the current one\n", samples.CNF, samples.CNFLoadBalancerFile)
 		lb = false
 	}
 	d.step("deploy the CNF (VNF-B) on the cluster's Kubernetes VIM")

@@ -8,6 +8,8 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -516,19 +518,107 @@ func readZipFile(zr *zip.Reader, name string) ([]byte, error) {
 	return nil, os.ErrNotExist
 }
 
-// OnboardIfMissing creates and uploads a package unless one with the same
-// vnfdId exists (any state): make run onboards its samples on every start.
-func (s *Service) OnboardIfMissing(ctx context.Context, vnfdID string, content []byte, userDefinedData map[string]any) (created bool, err error) {
-	_, err = s.st.PackageByVnfdID(ctx, vnfdID)
-	if err == nil {
-		return false, nil
+// SampleResult is what OnboardSample found and did.
+type SampleResult string
+
+const (
+	// SampleCurrent: the package onboarded for the sample holds this content.
+	SampleCurrent SampleResult = "current"
+	// SampleOnboarded: no package carried its vnfdId; this one is onboarding.
+	SampleOnboarded SampleResult = "onboarded"
+	// SampleReplaced: the package onboarded from an older version of the
+	// sample was used by no VNF instance; it was deleted and this content is
+	// onboarding in its place.
+	SampleReplaced SampleResult = "replaced"
+	// SampleInUse: the package onboarded from an older version of the sample
+	// is used by VNF instances, so it stays (states as they were).
+	SampleInUse SampleResult = "in use"
+	// SampleForeign: a package that was not onboarded as this sample carries
+	// its vnfdId; it is left alone and the sample is not onboarded.
+	SampleForeign SampleResult = "not the sample"
+)
+
+// OnboardSample keeps the package of the sample name (userDefinedData
+// {"sample": name}) onboarded with content, whose VNFD is vnfdID: make run
+// onboards its samples on every start, and a data directory kept from an
+// older checkout must not keep serving that checkout's samples. A package
+// is the sample's when its userDefinedData says so; it holds this content
+// when its checksum is content's SHA-256 or its TOSCA.meta is content's (the
+// meta lists every file's SHA-256: the same files zipped another way, as
+// `make samples` does). For SampleInUse the error is nil
+// and detail names the instances that keep the old package.
+func (s *Service) OnboardSample(ctx context.Context, name, vnfdID string, content []byte) (res SampleResult, detail string, err error) {
+	old, err := s.st.PackageByVnfdID(ctx, vnfdID)
+	if errors.Is(err, store.ErrNotFound) {
+		return SampleOnboarded, "", s.onboardContent(ctx, name, content)
 	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return false, err
+	if err != nil {
+		return "", "", err
 	}
-	p, err := s.Create(ctx, userDefinedData)
+	p, err := s.st.GetPackage(ctx, old.ID)
+	if err != nil {
+		return "", "", err
+	}
+	if p.UserDefinedData["sample"] != name {
+		return SampleForeign, fmt.Sprintf("VNF package %s carries vnfdId %s and was not onboarded as sample %s", p.ID, vnfdID, name), nil
+	}
+	if same, err := s.sameSample(ctx, p, content); err != nil || same {
+		return SampleCurrent, "", err
+	}
+	wasEnabled := p.OperationalState == model.Enabled
+	if wasEnabled {
+		if _, err := s.st.UpdatePackage(ctx, p.ID, store.PackageUpdate{OperationalState: model.Disabled}); err != nil {
+			return "", "", err
+		}
+	}
+	if err := s.st.DeletePackage(ctx, p.ID); err != nil {
+		var ce *store.ConflictError
+		if !errors.As(err, &ce) || ce.State != model.InUse {
+			return "", "", err
+		}
+		if wasEnabled {
+			if _, err := s.st.UpdatePackage(ctx, p.ID, store.PackageUpdate{OperationalState: model.Enabled}); err != nil {
+				return "", "", err
+			}
+		}
+		return SampleInUse, ce.Reason, nil
+	}
+	return SampleReplaced, "", s.onboardContent(ctx, name, content)
+}
+
+func (s *Service) onboardContent(ctx context.Context, name string, content []byte) error {
+	p, err := s.Create(ctx, map[string]any{"sample": name})
+	if err != nil {
+		return err
+	}
+	return s.Upload(ctx, p.ID, content)
+}
+
+// sameSample reports whether the stored package p holds the files of the
+// CSAR content.
+func (s *Service) sameSample(ctx context.Context, p *store.VnfPackage, content []byte) (bool, error) {
+	sum := sha256.Sum256(content)
+	if p.Checksum["hash"] == hex.EncodeToString(sum[:]) {
+		return true, nil
+	}
+	zr, err := zip.NewReader(bytes.NewReader(content), int64(len(content)))
 	if err != nil {
 		return false, err
 	}
-	return true, s.Upload(ctx, p.ID, content)
+	want, err := readZipFile(zr, toscaMeta)
+	if err != nil {
+		return false, fmt.Errorf("the sample has no %s: %w", toscaMeta, err)
+	}
+	_, stored, c, err := s.archive(ctx, p.ID)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	have, err := readZipFile(stored, toscaMeta)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil && bytes.Equal(have, want), err
 }
+
+const toscaMeta = "TOSCA-Metadata/TOSCA.meta"

@@ -28,7 +28,9 @@ import (
 const SimVimName = "simulator"
 
 // provisionSimCloud registers the embedded simulator as the default VIM and
-// onboards the sample packages, idempotently: on every start of make run.
+// onboards the sample packages, idempotently: on every start of make run
+// (a sample whose files changed since replaces its older package when no VNF
+// instance uses it).
 func provisionSimCloud(ctx context.Context, log *slog.Logger, svc *lcm.Service, pkgs *packages.Service, c *simcloud.Cloud) error {
 	vims, err := svc.Vims().List(ctx, store.VimFilter{Names: []string{SimVimName}})
 	if err != nil {
@@ -63,16 +65,26 @@ func provisionSimCloud(ctx context.Context, log *slog.Logger, svc *lcm.Service, 
 		if err != nil {
 			return fmt.Errorf("sample %s: %w", name, err)
 		}
-		created, err := pkgs.OnboardIfMissing(ctx, p.Summary().ID, csar, map[string]any{"sample": name})
+		res, detail, err := pkgs.OnboardSample(ctx, name, p.Summary().ID, csar)
 		if err != nil {
 			var le *lcm.Error
 			if errors.As(err, &le) {
 				return fmt.Errorf("onboarding sample %s: %s", name, le.Detail)
 			}
-			return err
+			return fmt.Errorf("onboarding sample %s: %w", name, err)
 		}
-		if created {
+		switch res {
+		case packages.SampleOnboarded:
 			log.Info("onboarding sample package", "sample", name, "vnfdId", p.Summary().ID)
+		case packages.SampleReplaced:
+			log.Info("onboarding the current version of a sample package in place of the older one no VNF instance used",
+				"sample", name, "vnfdId", p.Summary().ID)
+		case packages.SampleInUse:
+			log.Warn("an older version of a sample package stays onboarded because VNF instances use it; "+
+				"terminate and delete them, then restart make run to get the current one",
+				"sample", name, "vnfdId", p.Summary().ID, "detail", detail)
+		case packages.SampleForeign:
+			log.Warn("a sample package is not onboarded: a package of yours carries its vnfdId", "sample", name, "detail", detail)
 		}
 	}
 	return nil
