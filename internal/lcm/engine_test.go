@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -909,5 +910,62 @@ func TestEngineRunsUpToWorkersAtOnce(t *testing.T) {
 	if extra := spans[ops[bound]]; extra.start.Before(firstEnd) {
 		t.Fatalf("operation %d started at %v, before any of the first %d ended (%v): more than %d ran at once",
 			bound+1, extra.start, bound, firstEnd, bound)
+	}
+}
+
+// Rows older builds wrote with changedInfo's VIM password in plain text are
+// sealed at their place by the task migration 0016 queues, once; sealed
+// values stay as they were, and the task leaves the queue.
+func TestPendingTaskSealsOldChangedInfo(t *testing.T) {
+	w := newWorld(t)
+	w.engine(5*time.Second, nil)
+	ctx := context.Background()
+	id := w.instance()
+	op, err := w.svc.Modify(ctx, id, []byte(`{"metadata":{"k":"v"}}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.wait(op.ID, model.StateCompleted)
+	current, err := w.svc.Modify(ctx, id, []byte(`{"vimConnectionInfo":[{"id":"v","vimType":"`+lcmtest.VimType+`","accessInfo":{"username":"u","password":"pw-now"}}]}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.wait(current.ID, model.StateCompleted)
+	stored := func(opID string) string {
+		t.Helper()
+		var s string
+		if err := w.st.Pool().QueryRow(ctx, `SELECT changed_info::text FROM vnf_lcm_op_occs WHERE id=$1`, opID).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := stored(current.ID)
+	// What a build before 35ea10f stored.
+	old := `{"vimConnectionInfo": [{"id": "v", "vimType": "` + lcmtest.VimType + `", "accessInfo": {"password": "pw-old-123", "username": "u"}}]}`
+	if _, err := w.st.Pool().Exec(ctx, `UPDATE vnf_lcm_op_occs SET changed_info=$2::jsonb WHERE id=$1`, op.ID, old); err != nil {
+		t.Fatal(err)
+	}
+	if tasks, err := w.st.PendingTasks(ctx); err != nil || !slices.Contains(tasks, store.TaskSealChangedInfo) {
+		t.Fatalf("pending tasks %v (%v), want %s queued by the migration", tasks, err, store.TaskSealChangedInfo)
+	}
+	if err := w.svc.RunPendingTasks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sealed := stored(op.ID)
+	if strings.Contains(sealed, "pw-old-123") || !strings.Contains(sealed, "enc:v3") || !strings.Contains(sealed, `"username": "u"`) {
+		t.Fatalf("changedInfo after the task: %s", sealed)
+	}
+	opened, err := w.cfg.Box.OpenJSON([]byte(sealed), store.OpPlace(op.ID, "changed_info"))
+	if err != nil || !strings.Contains(string(opened), `"password":"pw-old-123"`) {
+		t.Fatalf("the sealed value does not open at its place: %s %v", opened, err)
+	}
+	if after := stored(current.ID); after != before {
+		t.Errorf("a row sealed already changed:\n%s\n%s", before, after)
+	}
+	if tasks, err := w.st.PendingTasks(ctx); err != nil || len(tasks) != 0 {
+		t.Fatalf("pending tasks after the run: %v %v", tasks, err)
+	}
+	if err := w.svc.RunPendingTasks(ctx); err != nil || stored(op.ID) != sealed {
+		t.Fatalf("a second run: %v", err)
 	}
 }

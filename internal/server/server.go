@@ -171,6 +171,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		"allow", fmt.Sprint(policy.Allow), "deny", fmt.Sprint(policy.Deny))
 	lcmCfg := lcm.Config{Store: st, Box: box, Mgmt: mgmt, Infra: infra, Logger: log, Outbound: policy}
 	svc := lcm.NewService(lcmCfg)
+	if err := svc.RunPendingTasks(ctx); err != nil {
+		// Not fatal: the task stays queued and is tried again at the next start.
+		log.Error("a task queued by a migration failed; it is tried again at the next start", "err", err)
+	}
 	m := metrics.New(svc.Stats, log)
 
 	var engine *lcm.Engine
