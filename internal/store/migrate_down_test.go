@@ -49,7 +49,7 @@ func TestOutboxBodiesSurviveMigratingDown(t *testing.T) {
 		opEvent(model.OpModifyInfo, model.StateCompleted, false, &model.VnfLcmOpOcc{
 			ChangedInfo: map[string]any{"metadata": map[string]any{"gone": nil, "api_token": "secret"}, "vnfInstanceName": "m"}}),
 		opEvent(model.OpScale, model.StateFailedTemp, false, &model.VnfLcmOpOcc{
-			Error: &model.ProblemDetails{Status: 500, Title: "t", Detail: "infra.scale failed"},
+			Error:           &model.ProblemDetails{Status: 500, Title: "t", Detail: "infra.scale failed"},
 			ResourceChanges: &model.ResourceChanges{AffectedVirtualStorages: []map[string]any{{"id": "s"}}}}),
 		opEvent(model.OpTerminate, model.StateRolledBack, false, &model.VnfLcmOpOcc{}),
 	}

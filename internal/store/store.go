@@ -42,6 +42,8 @@ type Store struct {
 	// createFallbacks counts CreateOpOcc calls given a read (NewOp.From)
 	// that took the transaction reading under the lock (for tests).
 	createFallbacks atomic.Int64
+	// opCounts keeps Stats' counts of finished op rows (stats.go).
+	opCounts opCountCache
 }
 
 // Open connects to url. Sessions run in UTC so rendered timestamps are stable.
