@@ -23,10 +23,7 @@ import (
 func TestOutboxBodiesSurviveMigratingDown(t *testing.T) {
 	ctx := context.Background()
 	u := pgtest.NewDB(t)
-	st, err := store.Open(ctx, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openAt(t, u)
 	sub := subscribe(t, st)
 	inst := lccn.Instance{ID: uuid.NewString(), Name: "n", VnfdID: "d", Provider: "p", ProductName: "pn", SoftwareVersion: "1", VnfdVersion: "1"}
 	opEvent := func(op, state string, auto bool, o *model.VnfLcmOpOcc) lccn.Event {

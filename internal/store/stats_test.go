@@ -19,16 +19,7 @@ import (
 func TestStatsCountsOpsExactly(t *testing.T) {
 	ctx := context.Background()
 	u := pgtest.NewDB(t)
-	st, err := store.Open(ctx, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	other, err := store.Open(ctx, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	st, other := openAt(t, u), openAt(t, u)
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		if _, err := st.Pool().Exec(ctx, sql, args...); err != nil {

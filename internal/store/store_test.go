@@ -26,7 +26,13 @@ func TestMain(m *testing.M) {
 
 func open(t *testing.T) *store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), pgtest.NewDB(t), nil)
+	return openAt(t, pgtest.NewDB(t))
+}
+
+// openAt opens another store (a process of its own) on the database at url.
+func openAt(t *testing.T, url string) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
