@@ -164,8 +164,10 @@ func (d *Driver) setReplicas(ctx context.Context, op *driverapi.Op, c *cluster, 
 	return d.sync(ctx, op, c, pl, syncMode{})
 }
 
-// waitPodCount waits until each target runs exactly its replicas in pods
-// (the removed ones gone, not only terminating).
+// waitPodCount waits until each target runs exactly its replicas in pods,
+// every one ready (the removed ones gone, not only terminating). The
+// workload's own status is not enough: read right after a pod was deleted,
+// it may still count that pod ready while its replacement is Pending.
 func (d *Driver) waitPodCount(ctx context.Context, c *cluster, pl *plan, instanceID string, targets []*object) error {
 	deadline := time.Now().Add(d.opts.ReadyTimeout)
 	bo := backoff{d.opts.PollMin, d.opts.PollMax}
@@ -180,14 +182,17 @@ func (d *Driver) waitPodCount(ctx context.Context, c *cluster, pl *plan, instanc
 		}
 		var wrong []string
 		for _, o := range targets {
-			n := 0
+			n, ready := 0, 0
 			for _, lp := range live {
 				if lp.Workload == o {
 					n++
+					if podReady(&lp.Pod) {
+						ready++
+					}
 				}
 			}
-			if n != replicasOf(o) {
-				wrong = append(wrong, fmt.Sprintf("%s has %d pods, wants %d", o.Name(), n, replicasOf(o)))
+			if n != replicasOf(o) || ready != n {
+				wrong = append(wrong, fmt.Sprintf("%s has %d pods (%d ready), wants %d ready", o.Name(), n, ready, replicasOf(o)))
 			}
 		}
 		terminating := 0
