@@ -80,6 +80,14 @@ type API struct {
 
 // New builds the handler tree.
 func New(ctx context.Context, cfg Config) (http.Handler, error) {
+	a, err := newAPI(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return a.routes(), nil
+}
+
+func newAPI(ctx context.Context, cfg Config) (*API, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -129,7 +137,7 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	if a.subFields, err = schemaFields(doc, "LccnSubscription", "_links"); err != nil {
 		return nil, err
 	}
-	return a.routes(), nil
+	return a, nil
 }
 
 // schemaFields builds the filter/selector attribute tree of a component schema.
@@ -147,7 +155,7 @@ func schemaFields(doc *openapi3.T, name string, drop ...string) (*sol013.Field, 
 
 func (a *API) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(a.recoverer, a.cleanPath, a.requestID, a.observe, a.bodyDeadline, a.hostCheck, a.originCheck, a.strictQuery, a.authenticate)
+	r.Use(a.outerChain()...)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		a.writeProblem(w, r, problemf(http.StatusNotFound, fmt.Sprintf("no resource at %s; the VNF LCM API lives under /vnflcm/v1 (spec: /vnflcm/v1/openapi.yaml)", r.URL.Path)))
 	})
@@ -167,7 +175,7 @@ func (a *API) routes() http.Handler {
 	a.vnfpkgmRoutes(r, h)
 	a.vimRoutes(r, h)
 	r.Group(func(r chi.Router) {
-		r.Use(a.version, a.readJSON, a.validate)
+		r.Use(a.lcmChain()...)
 		h.handle(r, "/vnflcm/api_versions", methods{http.MethodGet: a.apiVersions("/vnflcm")})
 		v1 := "/vnflcm/v1"
 		h.handle(r, v1+"/api_versions", methods{http.MethodGet: a.apiVersions(v1)})
@@ -199,6 +207,17 @@ func (a *API) routes() http.Handler {
 		}
 	})
 	return r
+}
+
+// outerChain is the middleware every request passes through.
+func (a *API) outerChain() []func(http.Handler) http.Handler {
+	return []func(http.Handler) http.Handler{a.recoverer, a.cleanPath, a.requestID, a.observe, a.bodyDeadline,
+		a.hostCheck, a.originCheck, a.strictQuery, a.authenticate}
+}
+
+// lcmChain is the middleware of /vnflcm after outerChain.
+func (a *API) lcmChain() []func(http.Handler) http.Handler {
+	return []func(http.Handler) http.Handler{a.version, a.readJSON, a.validate}
 }
 
 type methods map[string]http.HandlerFunc

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,14 +27,25 @@ import (
 
 type ctxKey int
 
-const (
-	keyRequestID ctxKey = iota
-	keyBody
-)
+const keyRequest ctxKey = 0
+
+// requestInfo is what the middleware hands on about a request, in one
+// context value (each value is a context and a request copied).
+type requestInfo struct {
+	id   string // requestID
+	body []byte // readJSON
+}
+
+func infoOf(r *http.Request) *requestInfo {
+	ri, _ := r.Context().Value(keyRequest).(*requestInfo)
+	return ri
+}
 
 func requestID(r *http.Request) string {
-	id, _ := r.Context().Value(keyRequestID).(string)
-	return id
+	if ri := infoOf(r); ri != nil {
+		return ri.id
+	}
+	return ""
 }
 
 // requestID tags each request for logs and 500 answers.
@@ -46,7 +58,7 @@ func (a *API) requestID(next http.Handler) http.Handler {
 		hex.Encode(b[:], b[8:])
 		id := string(b[:])
 		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyRequestID, id)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyRequest, &requestInfo{id: id})))
 	})
 }
 
@@ -220,7 +232,12 @@ func (a *API) readJSON(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyBody, body)))
+		if ri := infoOf(r); ri != nil {
+			ri.body = body
+			next.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyRequest, &requestInfo{body: body})))
 	})
 }
 
@@ -236,7 +253,14 @@ func (a *API) validate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if err := a.validator.ValidateBody(r.Context(), r, body); err != nil {
+		// chi has routed the request: its pattern stands for the
+		// document's route after the first request (no regexp per route).
+		var pattern string
+		var values []string
+		if rc := chi.RouteContext(r.Context()); rc != nil && !slices.Contains(rc.URLParams.Keys, "*") {
+			pattern, values = rc.RoutePattern(), rc.URLParams.Values
+		}
+		if err := a.validator.ValidateRouted(r.Context(), r, body, pattern, values); err != nil {
 			var re *openapi.RequestError
 			if errors.As(err, &re) {
 				a.writeProblem(w, r, problemf(http.StatusBadRequest, re.Detail))
@@ -244,13 +268,21 @@ func (a *API) validate(next http.Handler) http.Handler {
 			}
 			// Routing misses are answered by our own router (404/405).
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r) // the checks read their own copy of the body
 	})
 }
 
-// checkJSON reports syntax errors with line and column, for people.
+// checkJSON reports syntax errors with line and column, for people, and
+// a number no handler can decode (out of float64's range: 1e999999).
 func checkJSON(b []byte) error {
+	if json.Valid(b) && numbersInRange(b) {
+		return nil // what decodeCheck accepts, without building the value
+	}
+	return decodeCheck(b)
+}
+
+// decodeCheck is checkJSON by decoding the document: its errors say where.
+func decodeCheck(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	var v any
 	if err := dec.Decode(&v); err != nil {
@@ -270,6 +302,42 @@ func checkJSON(b []byte) error {
 	return nil
 }
 
+// numbersInRange reports whether every number of a valid JSON document
+// fits a float64, as decoding it into an interface value requires.
+func numbersInRange(b []byte) bool {
+	inString, escaped := false, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '-' || (c >= '0' && c <= '9'):
+			j := i
+			for j < len(b) && (b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || (b[j] >= '0' && b[j] <= '9')) {
+				j++
+			}
+			// Up to 15 digits without exponent are exact; only longer
+			// numbers and exponents can leave the range.
+			if j-i > 15 || bytes.ContainsAny(b[i:j], "eE") {
+				if _, err := strconv.ParseFloat(string(b[i:j]), 64); err != nil {
+					return false
+				}
+			}
+			i = j - 1
+		}
+	}
+	return true
+}
+
 func position(b []byte, off int64) (line, col int) {
 	line, col = 1, 1
 	for i := int64(0); i < off && i < int64(len(b)); i++ {
@@ -283,6 +351,8 @@ func position(b []byte, off int64) (line, col int) {
 }
 
 func bodyOf(r *http.Request) []byte {
-	b, _ := r.Context().Value(keyBody).([]byte)
-	return b
+	if ri := infoOf(r); ri != nil {
+		return ri.body
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -24,6 +25,18 @@ import (
 type RequestValidator struct {
 	router routers.Router
 	opts   *openapi3filter.Options
+	// routes caches, by method and the caller's route pattern, the
+	// document's route and its path parameter names (ValidateRouted).
+	routes sync.Map // routeKey → *knownRoute
+}
+
+type routeKey struct{ method, pattern string }
+
+// knownRoute is a route of the document and the names of its path
+// parameters in the order they appear in its path.
+type knownRoute struct {
+	route *routers.Route
+	names []string
 }
 
 // RequestError means the request does not match the API description; map it
@@ -151,6 +164,18 @@ func (v *RequestValidator) Validate(ctx context.Context, r *http.Request) error 
 // decoded it (the API's readJSON answers broken JSON, with line and column,
 // before this runs): r.Body is not read, body is checked instead (nil: none).
 func (v *RequestValidator) ValidateBody(ctx context.Context, r *http.Request, body []byte) error {
+	return v.ValidateRouted(ctx, r, body, "", nil)
+}
+
+// ValidateRouted is ValidateBody for a caller whose router has matched the
+// request already: pattern names that route (e.g. chi's
+// "/vnflcm/v1/vnf_instances/{id}") and values holds its path parameters in
+// order. The document's router (a regular expression per path, tried in
+// turn) then runs once per method and pattern: later requests reuse the
+// route it found and name values by the document's parameter names, in the
+// same order. A pattern of "" always routes; so does a value holding '%'
+// (the two routers may differ in unescaping it).
+func (v *RequestValidator) ValidateRouted(ctx context.Context, r *http.Request, body []byte, pattern string, values []string) error {
 	// A shallow copy: the checks only read the request; what is changed
 	// for them (URL, body, a Content-Type header) is the copy's own.
 	vreq := r.WithContext(ctx)
@@ -159,9 +184,25 @@ func (v *RequestValidator) ValidateBody(ctx context.Context, r *http.Request, bo
 	u.RawPath = ""
 	vreq.URL = &u
 
-	route, params, err := v.router.FindRoute(vreq)
-	if err != nil {
-		return v.routeError(vreq, err)
+	var route *routers.Route
+	var params map[string]string
+	key := routeKey{r.Method, pattern}
+	if k, ok := v.routes.Load(key); ok && pattern != "" && !anyEscaped(values) {
+		kr := k.(*knownRoute)
+		route, params = kr.route, make(map[string]string, len(values))
+		for i, n := range kr.names {
+			params[n] = values[i]
+		}
+	} else {
+		var err error
+		if route, params, err = v.router.FindRoute(vreq); err != nil {
+			return v.routeError(vreq, err)
+		}
+		if pattern != "" && !anyEscaped(values) {
+			if names := pathParams(route.Path); sameParams(names, values, params) {
+				v.routes.Store(key, &knownRoute{route: route, names: names})
+			}
+		}
 	}
 
 	hasBody := len(bytes.TrimSpace(body)) > 0
@@ -190,6 +231,46 @@ func (v *RequestValidator) ValidateBody(ctx context.Context, r *http.Request, bo
 		return newRequestError(explain(err))
 	}
 	return nil
+}
+
+// pathParams lists the names of a path template's parameters in order.
+func pathParams(path string) []string {
+	var names []string
+	for {
+		i := strings.IndexByte(path, '{')
+		if i < 0 {
+			return names
+		}
+		j := strings.IndexByte(path[i:], '}')
+		if j < 0 {
+			return names
+		}
+		names = append(names, path[i+1:i+j])
+		path = path[i+j+1:]
+	}
+}
+
+// sameParams reports whether the router's params are exactly names
+// holding values, in order: only then may a pattern stand for the route.
+func sameParams(names, values []string, params map[string]string) bool {
+	if len(names) != len(values) || len(params) != len(names) {
+		return false
+	}
+	for i, n := range names {
+		if p, ok := params[n]; !ok || p != values[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func anyEscaped(values []string) bool {
+	for _, s := range values {
+		if strings.IndexByte(s, '%') >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *RequestValidator) routeError(req *http.Request, err error) error {

@@ -356,3 +356,54 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// ValidateRouted answers as ValidateBody does, on the first request of a
+// pattern (routed by the document) and on later ones (the route reused,
+// parameters named by position), and when the caller's values do not fit
+// the route (never reused then).
+func TestValidateRoutedAgreesWithRouting(t *testing.T) {
+	v := newValidator(t)
+	const id2 = "7d4c3b2a-1e0f-4a9b-8c7d-6e5f4a3b2c1d"
+	cases := []struct {
+		method, path, pattern string
+		values                []string
+		body                  string
+	}{
+		{"POST", inst + "/instantiate", "/vnflcm/v1/vnf_instances/{id}/instantiate", []string{inst[len(inst)-36:]}, `{"flavourId":"f"}`},
+		{"POST", "/vnflcm/v1/vnf_instances/" + id2 + "/instantiate", "/vnflcm/v1/vnf_instances/{id}/instantiate", []string{id2}, `{}`},
+		{"POST", inst + "/instantiate", "/vnflcm/v1/vnf_instances/{id}/instantiate", []string{inst[len(inst)-36:]}, ``},
+		{"POST", inst + "/scale", "/vnflcm/v1/vnf_instances/{id}/scale", []string{inst[len(inst)-36:]}, `{"type":"SCALE_UP","aspectId":"a","numberOfSteps":0}`},
+		{"POST", inst + "/scale", "/vnflcm/v1/vnf_instances/{id}/scale", []string{inst[len(inst)-36:]}, `{"type":"SCALE_OUT","aspectId":"a","numberOfSteps":1}`},
+		{"PATCH", inst, "/vnflcm/v1/vnf_instances/{id}", []string{inst[len(inst)-36:]}, `{"vnfInstanceName":5}`},
+		{"POST", "/vnflcm/v1/vnf_instances", "/vnflcm/v1/vnf_instances", nil, `["x"]`},
+		{"POST", "/vnflcm/v1/vnf_instances", "/vnflcm/v1/vnf_instances", nil, `{"vnfdId":"d"}`},
+		// Values that are not the route's: routed each time.
+		{"POST", occ + "/retry", "/vnflcm/v1/vnf_lcm_op_occs/{id}/retry", nil, ``},
+		{"POST", occ + "/retry", "/vnflcm/v1/vnf_lcm_op_occs/{id}/retry", []string{"other"}, ``},
+		{"POST", "/vnflcm/v1/nothing/here", "/vnflcm/v1/nothing/here", nil, `{}`},
+		{"DELETE", "/vnflcm/v1/vnf_instances", "/vnflcm/v1/vnf_instances", nil, ``},
+	}
+	str := func(err error) string {
+		if err == nil {
+			return "<nil>"
+		}
+		return fmt.Sprintf("%T %v", err, err)
+	}
+	for round := range 2 {
+		for _, c := range cases {
+			want := str(v.ValidateBody(context.Background(), request(c.method, c.path, "application/json", c.body), []byte(c.body)))
+			got := str(v.ValidateRouted(context.Background(), request(c.method, c.path, "application/json", c.body), []byte(c.body), c.pattern, c.values))
+			if got != want {
+				t.Errorf("round %d, %s %s %s: ValidateRouted says %s, ValidateBody %s", round, c.method, c.path, c.body, got, want)
+			}
+		}
+	}
+	// The route of a pattern with wrong values is never reused: a request
+	// the document does not route is still answered as such.
+	err := v.ValidateRouted(context.Background(), request("POST", "/vnflcm/v1/vnf_lcm_op_occs/x/y/retry", "", ""), nil,
+		"/vnflcm/v1/vnf_lcm_op_occs/{id}/retry", []string{"x/y"})
+	var re *openapi.RouteError
+	if !errors.As(err, &re) {
+		t.Errorf("a path the document does not route: %v, want a RouteError", err)
+	}
+}
