@@ -198,6 +198,7 @@ func (v *RequestValidator) ValidateRouted(ctx context.Context, r *http.Request, 
 		if route, params, err = v.router.FindRoute(vreq); err != nil {
 			return v.routeError(vreq, err)
 		}
+		route = withoutSecurity(route)
 		if pattern != "" && !anyEscaped(values) {
 			if names := pathParams(route.Path); sameParams(names, values, params) {
 				v.routes.Store(key, &knownRoute{route: route, names: names})
@@ -231,6 +232,17 @@ func (v *RequestValidator) ValidateRouted(ctx context.Context, r *http.Request, 
 		return newRequestError(explain(err))
 	}
 	return nil
+}
+
+// withoutSecurity is route (a copy FindRoute made) with an operation that
+// requires no security: authentication is the server middleware's, and
+// with openapi3filter.NoopAuthenticationFunc the check can only pass, yet
+// kin-openapi reads and copies the body for it on every request.
+func withoutSecurity(route *routers.Route) *routers.Route {
+	op := *route.Operation
+	op.Security = &openapi3.SecurityRequirements{}
+	route.Operation = &op
+	return route
 }
 
 // pathParams lists the names of a path template's parameters in order.
