@@ -221,6 +221,18 @@ func testInstantiateCompletes(t *testing.T, ownService bool) {
 	if in.VimConnectionInfo[0].AccessInfo["username"] != "admin" || !secrets.IsSealed(fmt.Sprint(in.VimConnectionInfo[0].AccessInfo["password"])) {
 		t.Fatalf("vim access info not sealed as expected: %+v", in.VimConnectionInfo[0].AccessInfo)
 	}
+	// Each sealed at its place in the instance: opened as the next
+	// operation opens it.
+	read, err := w.st.OpenInstanceAndPackage(context.Background(), id, w.cfg.Box.OpenJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw := read.VimConnectionInfo[0].AccessInfo["password"]; pw != "vim-pass-123" {
+		t.Fatalf("the VIM password opens as %v", pw)
+	}
+	if pw := read.InstantiatedVnfInfo.AdditionalParams["password"]; pw != "node-pass-456" {
+		t.Fatalf("additionalParams.password opens as %v", pw)
+	}
 }
 
 func TestFailureThenRetryResumesFromJournal(t *testing.T) {
@@ -956,7 +968,11 @@ func TestPendingTaskSealsOldChangedInfo(t *testing.T) {
 		t.Fatalf("changedInfo after the task: %s", sealed)
 	}
 	opened, err := w.cfg.Box.OpenJSON([]byte(sealed), store.OpPlace(op.ID, "changed_info"))
-	if err != nil || !strings.Contains(string(opened), `"password":"pw-old-123"`) {
+	var ci struct{ VimConnectionInfo []model.VimConnectionInfo }
+	if err == nil {
+		err = json.Unmarshal(opened, &ci)
+	}
+	if err != nil || len(ci.VimConnectionInfo) != 1 || ci.VimConnectionInfo[0].AccessInfo["password"] != "pw-old-123" {
 		t.Fatalf("the sealed value does not open at its place: %s %v", opened, err)
 	}
 	if after := stored(current.ID); after != before {

@@ -1,6 +1,7 @@
 package lcm
 
 import (
+	"encoding/json"
 	"sync"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
@@ -10,7 +11,9 @@ import (
 // process: the instance, opened, when it is the version the transaction that
 // created the op occurrence read, locked (store.OpOcc.CreatedFrom: nothing
 // changes it before the operation does), and the VNFD the request was
-// checked against. That run reads, decrypts and decodes neither again. A run
+// checked against, and the management drivers' parameters it accepted
+// (what the op's driver_params hold, sealed). That run reads, decrypts and
+// decodes none of them again. A run
 // in another process, a resumed run, or one that claims the operation before
 // accept handed it over reads both from the database as before. An
 // operation this process runs itself (Engine.reserveRun) is handed to its
@@ -24,6 +27,9 @@ type handed struct {
 	in   *model.VnfInstance // opened: secrets in the clear; the run's to change
 	docs [][]byte           // in's JSON attributes, for the values to scrub
 	vnfd *model.Vnfd
+	// params are the drivers' parameters as accepted, by driver name:
+	// the plaintext of the op's driver_params (nil: none).
+	params map[string]json.RawMessage
 }
 
 // handoffGeneration bounds one generation: operations accepted here and run

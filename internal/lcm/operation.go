@@ -165,7 +165,7 @@ func (s *Service) accept(ctx context.Context, o *operation, instID string, raw [
 	// operation that completed meanwhile may have changed them.
 	var h *handed
 	if locked := op.CreatedFrom(); locked != nil && locked.Version == in.Version && vnfd != nil && locked.VnfdID == vnfd.ID {
-		h = &handed{in: opened, docs: read.Docs, vnfd: vnfd}
+		h = &handed{in: opened, docs: read.Docs, vnfd: vnfd, params: params}
 	}
 	switch {
 	case self != nil:

@@ -387,7 +387,16 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("operationParams do not match %s: %w", r.op.Operation, err)
 	}
-	if len(r.op.DriverParams) > 0 {
+	h := r.handed
+	if h == nil {
+		h = svc.handed.take(r.op.ID)
+	}
+	if r.op.Attempts != 1 {
+		h = nil // a retry, or a resume after a crash: what accept read is history
+	}
+	if h != nil {
+		r.params = h.params
+	} else if len(r.op.DriverParams) > 0 {
 		plain, err := svc.box.OpenJSON(r.op.DriverParams, store.OpPlace(r.op.ID, "driver_params"))
 		if err != nil {
 			return nil, nil, fmt.Errorf("cannot decrypt the management drivers' parameters: %w", err)
@@ -409,11 +418,7 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	fresh := w.Instance == nil
 	var pkg *model.Package
 	var docs [][]byte // w.Instance's JSON (or that of its jsonb attributes)
-	h := r.handed
-	if h == nil {
-		h = svc.handed.take(r.op.ID)
-	}
-	if h != nil && fresh && r.op.Attempts == 1 {
+	if h != nil && fresh {
 		w.Instance, docs, pkg = h.in, h.docs, &model.Package{Vnfd: h.vnfd}
 	} else if fresh {
 		read, err := svc.st.OpenInstanceAndPackage(ctx, r.op.VnfInstanceID, svc.box.OpenJSON)

@@ -200,18 +200,47 @@ func notFoundOp(id string) *Error {
 	return errorf(KindNotFound, "VNF LCM operation occurrence %s does not exist; list them with GET /vnflcm/v1/vnf_lcm_op_occs", id)
 }
 
-// sealInstance seals the secrets of an opened instance for storing.
+// sealInstance seals the secrets of an opened instance for storing: each
+// jsonb attribute at its place (store.InstancePlace(id).Key(name)), where
+// sealing the whole instance puts its values and where the store opens
+// them. An attribute without a secret is kept as it is — shared with in, not
+// decoded again — so an instance without secrets costs one encoding of its
+// attributes (sealing the whole instance encoded it, sealed it and decoded
+// it again).
 func (s *Service) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return nil, err
+	out := *in
+	at := store.InstancePlace(in.ID)
+	for _, err := range []error{
+		sealAttr(s.box, at, "vnfConfigurableProperties", &out.VnfConfigurableProperties),
+		sealAttr(s.box, at, "vimConnectionInfo", &out.VimConnectionInfo),
+		sealAttr(s.box, at, "instantiatedVnfInfo", &out.InstantiatedVnfInfo),
+		sealAttr(s.box, at, "metadata", &out.Metadata),
+		sealAttr(s.box, at, "extensions", &out.Extensions),
+	} {
+		if err != nil {
+			return nil, err
+		}
 	}
-	sealed, err := s.box.SealJSON(b, store.InstancePlace(in.ID))
+	return &out, nil
+}
+
+// sealAttr replaces *v by a copy with its secrets sealed at at.Key(name),
+// unless it has none.
+func sealAttr[T any](box *secrets.Box, at secrets.Place, name string, v *T) error {
+	b, err := json.Marshal(*v)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out model.VnfInstance
-	return &out, json.Unmarshal(sealed, &out)
+	sealed, err := box.SealJSON(b, at.Key(name))
+	if err != nil || bytes.Equal(sealed, b) {
+		return err
+	}
+	var fresh T
+	if err := json.Unmarshal(sealed, &fresh); err != nil {
+		return err
+	}
+	*v = fresh
+	return nil
 }
 
 // instanceAndVnfd loads what request validation needs: the instance, its

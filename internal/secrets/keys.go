@@ -172,10 +172,8 @@ func (b *Box) OpenValue(s string, p Place) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var v any
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeNumbers(raw)
+	if err != nil {
 		return nil, fmt.Errorf("secrets: sealed value is not JSON: %w", err)
 	}
 	return v, nil

@@ -39,13 +39,14 @@ var secretWords = []string{
 // keyNormalizer is built once: IsSecretKey runs for every key of every document rendered.
 var keyNormalizer = strings.NewReplacer("_", "", "-", "")
 
-// secretWordBytes are secretWords for the allocation-free IsSecretKey.
-var secretWordBytes = func() [][]byte {
-	out := make([][]byte, len(secretWords))
-	for i, w := range secretWords {
-		out[i] = []byte(w)
+// secretWordsBy are secretWords by their first byte, for the
+// allocation-free IsSecretKey: a key is secret when one of the words that
+// begin with one of its bytes begins there.
+var secretWordsBy = func() (by [256][][]byte) {
+	for _, w := range secretWords {
+		by[w[0]] = append(by[w[0]], []byte(w))
 	}
-	return out
+	return by
 }()
 
 // IsSecretKey reports whether values under this JSON key are secret.
@@ -69,9 +70,11 @@ func isSecretKey[K string | []byte](key K) bool {
 		buf[n] = c
 		n++
 	}
-	for _, w := range secretWordBytes {
-		if bytes.Contains(buf[:n], w) {
-			return true
+	for i := range n {
+		for _, w := range secretWordsBy[buf[i]] {
+			if bytes.HasPrefix(buf[i:n], w) {
+				return true
+			}
 		}
 	}
 	return false
@@ -294,13 +297,19 @@ func Generic(v any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
+	return decodeNumbers(b)
+}
+
+// decodeNumbers decodes the JSON value raw with numbers as written
+// (json.Number), and nothing after it.
+func decodeNumbers(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	var out any
-	if err := dec.Decode(&out); err != nil {
+	var v any
+	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return v, nil
 }
 
 // MaskDoc returns a copy with every value under a secret key replaced by Mask.
@@ -339,54 +348,92 @@ func walkAt(v any, base Place, t *trail, f func(any, Place) any) any {
 	}
 }
 
-// SealJSON seals a raw JSON document stored at p. Invalid JSON is returned
-// as an error, never stored.
-// A document in which no key can be secret is returned as it is, without
-// decoding and encoding it again (the engine seals its working copy at
-// every step).
+// SealJSON seals a raw JSON document stored at p, as SealDoc seals it
+// decoded: every non-null value under a secret key is sealed at its own
+// place (the plaintext is the value's JSON as json.Marshal writes it), a
+// value sealed for this place with the current key is kept, one of an older
+// format or key re-sealed, one sealed for another place refused
+// (ErrMisplaced). The document is not decoded: the values are found and
+// replaced in its bytes (scanSecrets), the rest stays as written — the
+// document itself when nothing is sealed. Invalid JSON is returned as an
+// error, never stored.
 func (b *Box) SealJSON(raw []byte, p Place) ([]byte, error) {
-	if noSecretKey(raw) && json.Valid(raw) {
+	if len(raw) == 0 {
 		return raw, nil
 	}
-	return transformJSON(raw, func(v any) (any, error) { return b.SealDoc(v, p) })
+	if err := validJSON(raw); err != nil {
+		return nil, err
+	}
+	return scanSecrets(raw, p, func(val []byte, at func() Place) ([]byte, error) {
+		if s, ok := jsonString(val); ok && IsSealed(s) {
+			if b.Current(s) {
+				_, err := b.OpenAt(s, at())
+				return nil, err
+			}
+			r, _, err := b.Reseal(s, at())
+			if err != nil {
+				return nil, err
+			}
+			return quoted(r), nil
+		}
+		plain, err := canonical(val)
+		if err != nil {
+			return nil, fmt.Errorf("secrets: %w", err)
+		}
+		return quoted(b.SealAt(plain, at())), nil
+	})
+}
+
+// quoted is the JSON string of a sealed value: its alphabet needs no escape.
+func quoted(sealed string) []byte {
+	out := make([]byte, 0, len(sealed)+2)
+	return append(append(append(out, '"'), sealed...), '"')
+}
+
+// validJSON is json.Valid, with encoding/json's error for what is not.
+func validJSON(raw []byte) error {
+	if json.Valid(raw) {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return fmt.Errorf("secrets: %w", err)
+	}
+	return fmt.Errorf("secrets: %w", errNotJSON)
 }
 
 // HasSealed reports whether a raw JSON document may hold a sealed value
 // (false: it holds none).
 func HasSealed(raw []byte) bool { return bytes.Contains(raw, []byte("enc:v")) }
 
-// OpenJSON opens a raw JSON document sealed by SealJSON at p. A document
+// OpenJSON opens a raw JSON document sealed by SealJSON at p: each sealed
+// value under a secret key is replaced by its plaintext JSON, in the
+// document's bytes (scanSecrets), without decoding the document. A document
 // without a sealed value is returned as it is.
 func (b *Box) OpenJSON(raw []byte, p Place) ([]byte, error) {
-	if !HasSealed(raw) && json.Valid(raw) {
+	if len(raw) == 0 {
 		return raw, nil
 	}
-	return transformJSON(raw, func(v any) (any, error) { return b.OpenDoc(v, p) })
-}
-
-// noSecretKey reports whether no key of the JSON document raw can be a
-// secret key (IsSecretKey): none of the secret words occurs anywhere in it,
-// in any case, with '_' and '-' removed. Documents with escapes or non-ASCII
-// bytes, whose keys could spell a word otherwise, are not judged (false).
-func noSecretKey(raw []byte) bool {
-	norm := make([]byte, 0, len(raw))
-	for _, c := range raw {
-		switch {
-		case c == '\\' || c >= 0x80:
-			return false
-		case c == '_' || c == '-':
-			continue
-		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
-		}
-		norm = append(norm, c)
+	if err := validJSON(raw); err != nil {
+		return nil, err
 	}
-	for _, w := range secretWords {
-		if bytes.Contains(norm, []byte(w)) {
-			return false
-		}
+	if !HasSealed(raw) {
+		return raw, nil
 	}
-	return true
+	return scanSecrets(raw, p, func(val []byte, at func() Place) ([]byte, error) {
+		s, ok := jsonString(val)
+		if !ok || !IsSealed(s) {
+			return nil, nil
+		}
+		plain, err := b.OpenAt(s, at())
+		if err != nil {
+			return nil, err
+		}
+		if !json.Valid(plain) {
+			return nil, errors.New("secrets: sealed value is not JSON")
+		}
+		return plain, nil
+	})
 }
 
 // MaskJSON masks a raw JSON document: the bytes of encoding it again after
@@ -396,9 +443,8 @@ func MaskJSON(raw []byte) ([]byte, error) {
 	if len(raw) == 0 {
 		return raw, nil
 	}
-	if !json.Valid(raw) {
-		var v any
-		return nil, fmt.Errorf("secrets: %w", json.Unmarshal(raw, &v))
+	if err := validJSON(raw); err != nil {
+		return nil, err
 	}
 	return AppendMasked(make([]byte, 0, len(raw)), raw)
 }
@@ -407,10 +453,8 @@ func transformJSON(raw []byte, f func(any) (any, error)) ([]byte, error) {
 	if len(raw) == 0 {
 		return raw, nil
 	}
-	var v any
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeNumbers(raw)
+	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
 	out, err := f(v)
@@ -420,42 +464,44 @@ func transformJSON(raw []byte, f func(any) (any, error)) ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// ValuesJSON is Values of a raw JSON document; a document in which no key
-// can be secret is not decoded. Invalid JSON has no values.
+// ValuesJSON is Values of a raw JSON document, found without decoding it:
+// only the values under secret keys are. Invalid JSON has no values.
 func ValuesJSON(raw []byte) []string {
-	if noSecretKey(raw) {
+	var out []string
+	_, err := scanSecrets(raw, Place{}, func(val []byte, _ func() Place) ([]byte, error) {
+		var v any
+		if err := json.Unmarshal(val, &v); err != nil {
+			return nil, err
+		}
+		out = collectValues(v, true, out)
+		return nil, nil
+	})
+	if err != nil {
 		return nil
 	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return nil
-	}
-	return Values(v)
+	return out
 }
 
 // Values collects the plaintext string values under secret keys of a decoded
 // document, for Scrub. Short values are skipped: masking "a" everywhere would
 // destroy messages without protecting anything.
-func Values(v any) []string {
-	var out []string
-	var collect func(any, bool)
-	collect = func(v any, secret bool) {
-		switch t := v.(type) {
-		case map[string]any:
-			for k, val := range t {
-				collect(val, secret || IsSecretKey(k))
-			}
-		case []any:
-			for _, val := range t {
-				collect(val, secret)
-			}
-		case string:
-			if secret && len(t) >= 4 && !IsSealed(t) {
-				out = append(out, t)
-			}
+func Values(v any) []string { return collectValues(v, false, nil) }
+
+func collectValues(v any, secret bool, out []string) []string {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, val := range t {
+			out = collectValues(val, secret || IsSecretKey(k), out)
+		}
+	case []any:
+		for _, val := range t {
+			out = collectValues(val, secret, out)
+		}
+	case string:
+		if secret && len(t) >= 4 && !IsSealed(t) {
+			out = append(out, t)
 		}
 	}
-	collect(v, false)
 	return out
 }
 

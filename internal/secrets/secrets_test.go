@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-func testBox(t *testing.T) *Box {
+func testBox(t testing.TB) *Box {
 	t.Helper()
 	k, err := ParseKey(NewKey())
 	if err != nil {

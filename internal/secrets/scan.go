@@ -1,0 +1,196 @@
+package secrets
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// secretScan finds, in the bytes of a JSON document, the members whose key
+// is secret (IsSecretKey) and whose value is not null — the values SealDoc
+// seals and OpenDoc opens — without decoding the document: the rest of it
+// is only scanned, and copied only when a value is replaced. It does not look
+// inside such a value (SealDoc seals it whole). The document must be valid
+// JSON (json.Valid): the scan checks its structure, not every token.
+type secretScan struct {
+	masker // src, and its token scanners
+	base   Place
+	// path leads from the document to the value being scanned.
+	path    []pathSeg
+	pathBuf [16]pathSeg // path's first levels, allocated with s
+	// visit is called with each secret member's value (its bytes in src)
+	// and the function that makes its place; it returns what replaces the
+	// value, or nil to keep it.
+	visit func(val []byte, at func() Place) ([]byte, error)
+	out   []byte // nil until the first replacement
+	last  int    // src[:last] is in out
+}
+
+type pathSeg struct {
+	key  []byte // the member's key, decoded
+	elem bool   // an array element ("*"), not a member
+}
+
+// scanSecrets returns raw with every secret member's value replaced as visit
+// says; raw itself when nothing was replaced.
+func scanSecrets(raw []byte, base Place, visit func(val []byte, at func() Place) ([]byte, error)) ([]byte, error) {
+	s := &secretScan{masker: masker{src: raw}, base: base, visit: visit}
+	s.path = s.pathBuf[:0]
+	end, err := s.value(s.ws(0))
+	if err != nil {
+		return nil, err
+	}
+	if s.ws(end) != len(raw) {
+		return nil, errNotJSON
+	}
+	if s.out == nil {
+		return raw, nil
+	}
+	return append(s.out, raw[s.last:]...), nil
+}
+
+// at is the place of the value the path leads to.
+func (s *secretScan) at() Place {
+	var b strings.Builder
+	b.WriteString(s.base.Path)
+	for _, seg := range s.path {
+		b.WriteByte('/')
+		if seg.elem {
+			b.WriteByte('*')
+		} else {
+			b.WriteString(pointerEscaper.Replace(string(seg.key)))
+		}
+	}
+	return Place{Row: s.base.Row, Path: b.String()}
+}
+
+// value scans the value at src[i] and returns where it ends.
+func (s *secretScan) value(i int) (int, error) {
+	if i >= len(s.src) {
+		return i, errNotJSON
+	}
+	switch s.src[i] {
+	case '{':
+		return s.object(i)
+	case '[':
+		s.path = append(s.path, pathSeg{elem: true})
+		defer func() { s.path = s.path[:len(s.path)-1] }()
+		i = s.ws(i + 1)
+		if i < len(s.src) && s.src[i] == ']' {
+			return i + 1, nil
+		}
+		for {
+			end, err := s.value(i)
+			if err != nil {
+				return end, err
+			}
+			var done bool
+			if i, done, err = s.after(end, ']'); done || err != nil {
+				return i, err
+			}
+		}
+	default: // a string, number, true, false or null
+		return s.skip(i)
+	}
+}
+
+// after reads what follows a member or an element ending at end: a comma
+// (the index of the next one) or close (done: the index after it).
+func (s *secretScan) after(end int, close byte) (i int, done bool, err error) {
+	i = s.ws(end)
+	switch {
+	case i >= len(s.src):
+		return i, false, errNotJSON
+	case s.src[i] == ',':
+		return s.ws(i + 1), false, nil
+	case s.src[i] == close:
+		return i + 1, true, nil
+	}
+	return i, false, errNotJSON
+}
+
+func (s *secretScan) object(i int) (int, error) {
+	i = s.ws(i + 1)
+	if i < len(s.src) && s.src[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(s.src) || s.src[i] != '"' {
+			return i, errNotJSON
+		}
+		end, plain, err := s.str(i)
+		if err != nil {
+			return end, err
+		}
+		key := s.src[i+1 : end-1]
+		if !plain {
+			var k string
+			if err := json.Unmarshal(s.src[i:end], &k); err != nil {
+				return i, err
+			}
+			key = []byte(k)
+		}
+		i = s.ws(end)
+		if i >= len(s.src) || s.src[i] != ':' {
+			return i, errNotJSON
+		}
+		i = s.ws(i + 1)
+		s.path = append(s.path, pathSeg{key: key})
+		if i < len(s.src) && s.src[i] != 'n' && isSecretKey(key) {
+			end, err = s.skip(i)
+			if err == nil {
+				var with []byte
+				if with, err = s.visit(s.src[i:end], s.at); with != nil && err == nil {
+					s.out = append(append(s.out, s.src[s.last:i]...), with...)
+					s.last = end
+				}
+			}
+		} else {
+			end, err = s.value(i)
+		}
+		s.path = s.path[:len(s.path)-1]
+		if err != nil {
+			return end, err
+		}
+		var done bool
+		if i, done, err = s.after(end, '}'); done || err != nil {
+			return i, err
+		}
+	}
+}
+
+// jsonString is the string value of the JSON string token tok, and
+// whether tok is one.
+func jsonString(tok []byte) (string, bool) {
+	if len(tok) < 2 || tok[0] != '"' {
+		return "", false
+	}
+	if _, plain, err := (&masker{src: tok}).str(0); err == nil && plain {
+		return string(tok[1 : len(tok)-1]), true
+	}
+	var v string
+	if json.Unmarshal(tok, &v) != nil {
+		return "", false
+	}
+	return v, true
+}
+
+// canonical is the JSON encoding of the value tok — json.Marshal of what
+// decoding it with UseNumber gives, the plaintext SealDoc seals: strings
+// that encoding/json writes as they are, numbers, true and false are tok
+// itself.
+func canonical(tok []byte) ([]byte, error) {
+	switch tok[0] {
+	case '{', '[':
+	case '"':
+		if _, plain, err := (&masker{src: tok}).str(0); err == nil && plain {
+			return tok, nil
+		}
+	default:
+		return tok, nil
+	}
+	v, err := decodeNumbers(tok)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
