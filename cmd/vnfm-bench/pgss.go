@@ -11,17 +11,19 @@ import (
 
 // With -profile the bench's PostgreSQL preloads pg_stat_statements; each
 // profiled phase then also writes <time>-<phase>-pgss.txt: the statements
-// it ran, heaviest first, per operation. Statement counts per operation do
-// not depend on the machine's load, so they judge a change even on a shared
-// machine; the times do not.
+// it ran, heaviest first, per operation, with each call's planning time
+// (track_planning: a statement planned again at every call shows it here).
+// Statement counts per operation do not depend on the machine's load, so
+// they judge a change even on a shared machine; the times do not.
 
 // pgssSettings are the server settings -profile adds.
 var pgssSettings = map[string]string{
-	"shared_preload_libraries":         "pg_stat_statements",
-	"pg_stat_statements.track":         "all",
-	"pg_stat_statements.max":           "1000",
-	"pg_stat_statements.track_utility": "on",
-	"pg_stat_statements.save":          "off",
+	"shared_preload_libraries":          "pg_stat_statements",
+	"pg_stat_statements.track":          "all",
+	"pg_stat_statements.track_planning": "on",
+	"pg_stat_statements.max":            "1000",
+	"pg_stat_statements.track_utility":  "on",
+	"pg_stat_statements.save":           "off",
 }
 
 // pgssTop is how many statements a -pgss.txt lists.
@@ -120,7 +122,7 @@ func (b *bench) pgssWrite(phase string, ops int64, unit string) {
 	fmt.Fprintf(&sb, "per %s: %.1f statements (%.1f without BEGIN/COMMIT), %.3f ms executing and planning\n\n",
 		strings.TrimSuffix(unit, "s"), float64(calls)/n, float64(calls-txCtl)/n, exec/n)
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "calls/op\tms/op\tµs/call\trows/call\t  statement")
+	fmt.Fprintln(tw, "calls/op\tms/op\tµs/call\tplan µs/call\trows/call\t  statement")
 	for i, s := range all {
 		if i == pgssTop {
 			break
@@ -130,11 +132,11 @@ func (b *bench) pgssWrite(phase string, ops int64, unit string) {
 		if r := []rune(q); len(r) > 300 {
 			q = string(r[:150]) + " … " + string(r[len(r)-150:])
 		}
-		fmt.Fprintf(tw, "%.2f\t%.3f\t%.0f\t%.1f\t  %s\n", float64(s.calls)/n, (s.exec+s.plan)/n,
-			1000*(s.exec+s.plan)/float64(s.calls), float64(s.rows)/float64(s.calls), q)
+		fmt.Fprintf(tw, "%.2f\t%.3f\t%.0f\t%.0f\t%.1f\t  %s\n", float64(s.calls)/n, (s.exec+s.plan)/n,
+			1000*(s.exec+s.plan)/float64(s.calls), 1000*s.plan/float64(s.calls), float64(s.rows)/float64(s.calls), q)
 	}
 	if len(all) > pgssTop {
-		fmt.Fprintf(tw, "\t\t\t\t  (%d statements more)\n", len(all)-pgssTop)
+		fmt.Fprintf(tw, "\t\t\t\t\t  (%d statements more)\n", len(all)-pgssTop)
 	}
 	_ = tw.Flush()
 	// Row changes per table: an update that is not HOT writes an entry in

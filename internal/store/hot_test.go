@@ -2,12 +2,14 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
 
@@ -66,5 +68,48 @@ func TestOpStartIsHOT(t *testing.T) {
 	}
 	if heapOnly(t, st, op.ID) {
 		t.Error("the finish was HOT: the row is still in the one-active index")
+	}
+}
+
+// The journal's rows have no foreign key to their op (migration 0017): the
+// group's fence is what keeps a journal write from an op it does not hold —
+// one that does not exist included — and the key's check cost a statement
+// per row. Migrating down puts the key back over the rows written meanwhile.
+func TestJournalNeedsNoForeignKey(t *testing.T) {
+	ctx := context.Background()
+	u := pgtest.NewDB(t)
+	st := openAt(t, u)
+	fk := func() (n int) {
+		t.Helper()
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_constraint
+			WHERE conrelid = 'op_journal'::regclass AND contype = 'f'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := fk(); n != 0 {
+		t.Fatalf("op_journal has %d foreign keys", n)
+	}
+	op := leasedOp(t, st, "e/1", time.Minute)
+	begin := func(id string) store.OpWrite {
+		return store.OpWrite{OpOccID: id, Owner: "e/1", Start: id == op.ID, Journal: []store.JournalWrite{{
+			Kind: store.JournalBeginKind, Entry: store.JournalEntry{OpOccID: id, Phase: store.PhaseRun, Step: "a"}}}}
+	}
+	res := st.WriteOps(ctx, []store.OpWrite{begin(op.ID), begin(uuid.NewString())})
+	if res[0].Err != nil || !errors.Is(res[1].Err, store.ErrLeaseLost) {
+		t.Fatalf("writes: %v, %v; want nil, ErrLeaseLost", res[0].Err, res[1].Err)
+	}
+	var rows int
+	var only string
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*), min(op_occ_id::text) FROM op_journal`).Scan(&rows, &only); err != nil || rows != 1 || only != op.ID {
+		t.Fatalf("journal: %d rows (%s, %v), want the held op's one", rows, only, err)
+	}
+	st.Close()
+	if err := store.MigrateDown(ctx, u, 1); err != nil {
+		t.Fatal(err)
+	}
+	st = openAt(t, u)
+	if n := fk(); n != 1 {
+		t.Fatalf("after migrating down: %d foreign keys, want 1", n)
 	}
 }
