@@ -134,7 +134,7 @@ func (a *API) observe(next http.Handler) http.Handler {
 		}
 		d := time.Since(start)
 		if m := a.cfg.Metrics; m != nil {
-			m.HTTPRequests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
+			m.HTTPRequests.WithLabelValues(route, r.Method, statusLabel(sw.status)).Inc()
 			m.HTTPDuration.WithLabelValues(route, r.Method).Observe(d.Seconds())
 		}
 		// Successful reads are counted in the metrics and logged at debug:
@@ -152,6 +152,21 @@ func (a *API) observe(next http.Handler) http.Handler {
 	})
 }
 
+// statusLabels are the status codes as metric labels, made once.
+var statusLabels = func() (l [600]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(i)
+	}
+	return l
+}()
+
+func statusLabel(code int) string {
+	if code >= 0 && code < len(statusLabels) {
+		return statusLabels[code]
+	}
+	return strconv.Itoa(code)
+}
+
 var versionRe = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)(-impl:.+)?$`)
 
 // version applies SOL013's Version header rules: absent means 1.3.0; a
@@ -160,7 +175,7 @@ var versionRe = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)(-impl:.+)?$`)
 func (a *API) version(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := strings.TrimSpace(r.Header.Get("Version"))
-		if v != "" && !strings.HasSuffix(r.URL.Path, "/api_versions") {
+		if v != "" && v != APIVersion && !strings.HasSuffix(r.URL.Path, "/api_versions") {
 			m := versionRe.FindStringSubmatch(v)
 			if m == nil {
 				a.writeProblem(w, r, problemf(http.StatusBadRequest, fmt.Sprintf("Version header %q is malformed; send %s (or omit the header)", v, APIVersion)))
