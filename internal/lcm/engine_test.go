@@ -235,6 +235,46 @@ func testInstantiateCompletes(t *testing.T, ownService bool) {
 	}
 }
 
+// An operation that does not change a secret of the instance leaves its
+// stored (sealed) value as it was; the one it changes is sealed anew.
+func TestUnchangedSecretsAreNotSealedAgain(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ownService=%v", own), func(t *testing.T) {
+			w := newWorld(t)
+			w.ownService = own
+			w.engine(5*time.Second, nil)
+			ctx := context.Background()
+			id := w.instance()
+			op, err := w.svc.Instantiate(ctx, id, instantiateBody(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.wait(op.ID, model.StateCompleted)
+			stored := func() (vimPW, nodePW any) {
+				in := w.mustInst(id)
+				return in.VimConnectionInfo[0].AccessInfo["password"], in.InstantiatedVnfInfo.AdditionalParams["password"]
+			}
+			vim0, node0 := stored()
+			op, err = w.svc.Modify(ctx, id, []byte(`{"metadata":{"k":"v"},"vimConnectionInfo":[{"id":"vim1","vimType":"`+lcmtest.VimType+`","accessInfo":{"username":"admin","password":"vim-pass-789"}}]}`), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.wait(op.ID, model.StateCompleted)
+			vim1, node1 := stored()
+			if node1 != node0 || vim1 == vim0 || !secrets.IsSealed(fmt.Sprint(vim1)) {
+				t.Fatalf("unchanged secret kept: %v; changed secret sealed anew: %v", node1 == node0, vim1 != vim0)
+			}
+			read, err := w.st.OpenInstanceAndPackage(ctx, id, w.cfg.Box.OpenJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if read.VimConnectionInfo[0].AccessInfo["password"] != "vim-pass-789" || read.InstantiatedVnfInfo.AdditionalParams["password"] != "node-pass-456" {
+				t.Fatalf("opened: %+v / %+v", read.VimConnectionInfo[0].AccessInfo, read.InstantiatedVnfInfo.AdditionalParams)
+			}
+		})
+	}
+}
+
 func TestFailureThenRetryResumesFromJournal(t *testing.T) {
 	w := newWorld(t)
 	w.engine(5*time.Second, nil)

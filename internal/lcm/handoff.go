@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 )
 
 // handoff carries what accepting an operation read to its first run in this
@@ -30,6 +31,8 @@ type handed struct {
 	// params are the drivers' parameters as accepted, by driver name:
 	// the plaintext of the op's driver_params (nil: none).
 	params map[string]json.RawMessage
+	// kept remembers the sealed values in was opened from.
+	kept *secrets.Kept
 }
 
 // handoffGeneration bounds one generation: operations accepted here and run

@@ -13,6 +13,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/reqerr"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
 
@@ -108,7 +109,8 @@ func (s *Service) accept(ctx context.Context, o *operation, instID string, raw [
 			return nil, err
 		}
 	}
-	read, vnfd, err := s.instanceAndVnfd(ctx, instID)
+	kept := &secrets.Kept{}
+	read, vnfd, err := s.instanceAndVnfd(ctx, instID, kept)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +167,7 @@ func (s *Service) accept(ctx context.Context, o *operation, instID string, raw [
 	// operation that completed meanwhile may have changed them.
 	var h *handed
 	if locked := op.CreatedFrom(); locked != nil && locked.Version == in.Version && vnfd != nil && locked.VnfdID == vnfd.ID {
-		h = &handed{in: opened, docs: read.Docs, vnfd: vnfd, params: params}
+		h = &handed{in: opened, docs: read.Docs, vnfd: vnfd, params: params, kept: kept}
 	}
 	switch {
 	case self != nil:

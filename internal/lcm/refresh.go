@@ -9,6 +9,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
 
@@ -95,7 +96,8 @@ func (e *Engine) refreshOne(ctx context.Context, in *store.Instance) (bool, erro
 	defer cancel()
 	// Read again, opened, with its VNFD: the version the write is checked
 	// against is the one refreshed.
-	read, err := e.svc.st.OpenInstanceAndPackage(ctx, in.ID, e.svc.box.OpenJSON)
+	kept := &secrets.Kept{}
+	read, err := e.svc.st.OpenInstanceAndPackage(ctx, in.ID, e.svc.opener(kept))
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
@@ -120,7 +122,7 @@ func (e *Engine) refreshOne(ctx context.Context, in *store.Instance) (bool, erro
 	if err != nil || !changed {
 		return false, err
 	}
-	sealed, err := e.svc.sealInstance(op.Instance)
+	sealed, err := e.svc.sealInstance(op.Instance, kept)
 	if err != nil {
 		return false, err
 	}

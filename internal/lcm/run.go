@@ -51,6 +51,10 @@ type run struct {
 	// params are the management drivers' parameters of the operation, by
 	// driver name, as accepted (mgmtdrivers.Driver.Bind reads them).
 	params map[string]json.RawMessage
+	// kept remembers the sealed values of the instance (as opened) and of
+	// the working copy (as opened and sealed): an unchanged secret keeps
+	// its stored value when they are sealed again.
+	kept secrets.Kept
 }
 
 type journalKey struct{ phase, step, node string }
@@ -221,7 +225,7 @@ func (r *run) writeCarried(ctx context.Context, w store.OpWrite, what string) st
 		// The working copy of the step's end, unless the write ends the
 		// operation and drops it anyway.
 		if c.work != nil && (w.Finish == nil || w.Finish.KeepWork) {
-			sealed, err := r.e.svc.box.SealJSON(c.work, store.OpPlace(r.op.ID, "work"))
+			sealed, err := r.e.svc.box.SealJSONKept(c.work, store.OpPlace(r.op.ID, "work"), &r.kept)
 			if err != nil {
 				return store.OpWriteResult{Err: err}
 			}
@@ -407,7 +411,7 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	}
 	w := &work{}
 	if len(r.op.Work) > 0 {
-		plain, err := svc.box.OpenJSON(r.op.Work, store.OpPlace(r.op.ID, "work"))
+		plain, err := svc.box.OpenJSONKept(r.op.Work, store.OpPlace(r.op.ID, "work"), &r.kept)
 		if err != nil {
 			return nil, nil, fmt.Errorf("cannot decrypt the operation's working state: %w", err)
 		}
@@ -420,8 +424,11 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	var docs [][]byte // w.Instance's JSON (or that of its jsonb attributes)
 	if h != nil && fresh {
 		w.Instance, docs, pkg = h.in, h.docs, &model.Package{Vnfd: h.vnfd}
+		if h.kept != nil {
+			r.kept = *h.kept
+		}
 	} else if fresh {
-		read, err := svc.st.OpenInstanceAndPackage(ctx, r.op.VnfInstanceID, svc.box.OpenJSON)
+		read, err := svc.st.OpenInstanceAndPackage(ctx, r.op.VnfInstanceID, svc.opener(&r.kept))
 		if err != nil {
 			return nil, nil, fmt.Errorf("VNF instance %s: %w", r.op.VnfInstanceID, err)
 		}
@@ -499,7 +506,7 @@ func (w *work) capture(dop *driverapi.Op) {
 }
 
 func (r *run) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
-	return r.e.svc.sealInstance(in)
+	return r.e.svc.sealInstance(in, &r.kept)
 }
 
 // progress journals per-node checkpoints of one step.

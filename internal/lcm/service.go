@@ -200,22 +200,29 @@ func notFoundOp(id string) *Error {
 	return errorf(KindNotFound, "VNF LCM operation occurrence %s does not exist; list them with GET /vnflcm/v1/vnf_lcm_op_occs", id)
 }
 
+// opener opens an instance's documents (store.Opener), remembering the
+// sealed values in kept.
+func (s *Service) opener(kept *secrets.Kept) store.Opener {
+	return func(raw []byte, p secrets.Place) ([]byte, error) { return s.box.OpenJSONKept(raw, p, kept) }
+}
+
 // sealInstance seals the secrets of an opened instance for storing: each
 // jsonb attribute at its place (store.InstancePlace(id).Key(name)), where
 // sealing the whole instance puts its values and where the store opens
 // them. An attribute without a secret is kept as it is — shared with in, not
 // decoded again — so an instance without secrets costs one encoding of its
 // attributes (sealing the whole instance encoded it, sealed it and decoded
-// it again).
-func (s *Service) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
+// it again). A secret kept remembers from opening the instance — one that
+// did not change — keeps its stored value instead of being sealed anew.
+func (s *Service) sealInstance(in *model.VnfInstance, kept *secrets.Kept) (*model.VnfInstance, error) {
 	out := *in
 	at := store.InstancePlace(in.ID)
 	for _, err := range []error{
-		sealAttr(s.box, at, "vnfConfigurableProperties", &out.VnfConfigurableProperties),
-		sealAttr(s.box, at, "vimConnectionInfo", &out.VimConnectionInfo),
-		sealAttr(s.box, at, "instantiatedVnfInfo", &out.InstantiatedVnfInfo),
-		sealAttr(s.box, at, "metadata", &out.Metadata),
-		sealAttr(s.box, at, "extensions", &out.Extensions),
+		sealAttr(s.box, at, "vnfConfigurableProperties", &out.VnfConfigurableProperties, kept),
+		sealAttr(s.box, at, "vimConnectionInfo", &out.VimConnectionInfo, kept),
+		sealAttr(s.box, at, "instantiatedVnfInfo", &out.InstantiatedVnfInfo, kept),
+		sealAttr(s.box, at, "metadata", &out.Metadata, kept),
+		sealAttr(s.box, at, "extensions", &out.Extensions, kept),
 	} {
 		if err != nil {
 			return nil, err
@@ -226,12 +233,12 @@ func (s *Service) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error
 
 // sealAttr replaces *v by a copy with its secrets sealed at at.Key(name),
 // unless it has none.
-func sealAttr[T any](box *secrets.Box, at secrets.Place, name string, v *T) error {
+func sealAttr[T any](box *secrets.Box, at secrets.Place, name string, v *T, kept *secrets.Kept) error {
 	b, err := json.Marshal(*v)
 	if err != nil {
 		return err
 	}
-	sealed, err := box.SealJSON(b, at.Key(name))
+	sealed, err := box.SealJSONKept(b, at.Key(name), kept)
 	if err != nil || bytes.Equal(sealed, b) {
 		return err
 	}
@@ -244,13 +251,13 @@ func sealAttr[T any](box *secrets.Box, at secrets.Place, name string, v *T) erro
 }
 
 // instanceAndVnfd loads what request validation needs: the instance, its
-// secrets open, and its VNFD — with the subscriptions, which the op's
-// creation notifies (store.OpenForOp).
-func (s *Service) instanceAndVnfd(ctx context.Context, id string) (*store.InstancePackage, *model.Vnfd, error) {
+// secrets open (remembered in kept), and its VNFD — with the
+// subscriptions, which the op's creation notifies (store.OpenForOp).
+func (s *Service) instanceAndVnfd(ctx context.Context, id string, kept *secrets.Kept) (*store.InstancePackage, *model.Vnfd, error) {
 	if !validID(id) {
 		return nil, nil, notFoundInstance(id)
 	}
-	r, err := s.st.OpenForOp(ctx, id, s.box.OpenJSON)
+	r, err := s.st.OpenForOp(ctx, id, s.opener(kept))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, notFoundInstance(id)
 	}

@@ -129,3 +129,62 @@ func TestSealJSONLeavesDocumentsWithoutSecretsAlone(t *testing.T) {
 		t.Fatalf("%s %v: want the document itself", sealed, err)
 	}
 }
+
+// Sealing a document opened with a Kept keeps the stored value of every
+// secret that did not change and seals the changed ones anew; a remembered
+// value is kept only at its own place, and sealing without a Kept seals
+// every value anew.
+func TestSealJSONKeptKeepsUnchangedValues(t *testing.T) {
+	b := testBox(t)
+	p := At("vnf_instances/aaaa").Key("vimConnectionInfo")
+	stored, err := b.SealJSON([]byte(`[{"accessInfo":{"password":"pw-1","token":"t-1","username":"u"}}]`), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k Kept
+	opened, err := b.OpenJSONKept(stored, p, &k)
+	if err != nil || !bytes.Contains(opened, []byte(`"pw-1"`)) {
+		t.Fatalf("opened %s %v", opened, err)
+	}
+	changed := bytes.Replace(opened, []byte(`"t-1"`), []byte(`"t-2"`), 1)
+	again, err := b.SealJSONKept(changed, p, &k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealedOf := func(doc []byte) (pw, tok string) {
+		var v []struct{ AccessInfo map[string]string }
+		if err := json.Unmarshal(doc, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v[0].AccessInfo["password"], v[0].AccessInfo["token"]
+	}
+	pw0, tok0 := sealedOf(stored)
+	pw1, tok1 := sealedOf(again)
+	if pw1 != pw0 || tok1 == tok0 || !IsSealed(tok1) {
+		t.Fatalf("unchanged password %v, changed token re-sealed %v", pw1 == pw0, tok1 != tok0)
+	}
+	if got, err := b.OpenJSON(again, p); err != nil || !bytes.Contains(got, []byte(`"t-2"`)) || !bytes.Contains(got, []byte(`"pw-1"`)) {
+		t.Fatalf("opened again: %s %v", got, err)
+	}
+	// Sealing again with k keeps the token sealed last time too.
+	if third, err := b.SealJSONKept(changed, p, &k); err != nil || !bytes.Equal(third, again) {
+		t.Fatalf("third sealing %s, want %s (%v)", third, again, err)
+	}
+	// At another place, the same plaintext is sealed for that place.
+	other := At("vnf_instances/bbbb").Key("vimConnectionInfo")
+	moved, err := b.SealJSONKept(opened, other, &k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw, _ := sealedOf(moved); pw == pw0 {
+		t.Fatal("a value remembered for one place was kept at another")
+	}
+	if _, err := b.OpenJSON(moved, other); err != nil {
+		t.Fatal(err)
+	}
+	if fresh, err := b.SealJSON(opened, p); err != nil {
+		t.Fatal(err)
+	} else if pw, _ := sealedOf(fresh); pw == pw0 {
+		t.Fatal("SealJSON without a Kept kept a value")
+	}
+}

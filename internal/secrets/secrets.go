@@ -357,7 +357,11 @@ func walkAt(v any, base Place, t *trail, f func(any, Place) any) any {
 // replaced in its bytes (scanSecrets), the rest stays as written — the
 // document itself when nothing is sealed. Invalid JSON is returned as an
 // error, never stored.
-func (b *Box) SealJSON(raw []byte, p Place) ([]byte, error) {
+func (b *Box) SealJSON(raw []byte, p Place) ([]byte, error) { return b.sealJSON(raw, p, nil) }
+
+// sealJSON is SealJSON that, with k, keeps the sealed values k remembers
+// and remembers those it seals (SealJSONKept).
+func (b *Box) sealJSON(raw []byte, p Place, k *Kept) ([]byte, error) {
 	if len(raw) == 0 {
 		return raw, nil
 	}
@@ -380,7 +384,16 @@ func (b *Box) SealJSON(raw []byte, p Place) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("secrets: %w", err)
 		}
-		return quoted(b.SealAt(plain, at())), nil
+		if k == nil {
+			return quoted(b.SealAt(plain, at())), nil
+		}
+		place := at()
+		s, ok := k.get(place, plain)
+		if !ok {
+			s = b.SealAt(plain, place)
+			k.put(place, plain, s)
+		}
+		return quoted(s), nil
 	})
 }
 
@@ -410,7 +423,11 @@ func HasSealed(raw []byte) bool { return bytes.Contains(raw, []byte("enc:v")) }
 // value under a secret key is replaced by its plaintext JSON, in the
 // document's bytes (scanSecrets), without decoding the document. A document
 // without a sealed value is returned as it is.
-func (b *Box) OpenJSON(raw []byte, p Place) ([]byte, error) {
+func (b *Box) OpenJSON(raw []byte, p Place) ([]byte, error) { return b.openJSON(raw, p, nil) }
+
+// openJSON is OpenJSON that, with k, remembers the values it opens
+// (OpenJSONKept).
+func (b *Box) openJSON(raw []byte, p Place, k *Kept) ([]byte, error) {
 	if len(raw) == 0 {
 		return raw, nil
 	}
@@ -425,12 +442,16 @@ func (b *Box) OpenJSON(raw []byte, p Place) ([]byte, error) {
 		if !ok || !IsSealed(s) {
 			return nil, nil
 		}
-		plain, err := b.OpenAt(s, at())
+		place := at()
+		plain, err := b.OpenAt(s, place)
 		if err != nil {
 			return nil, err
 		}
 		if !json.Valid(plain) {
 			return nil, errors.New("secrets: sealed value is not JSON")
+		}
+		if k != nil && b.Current(s) {
+			k.put(place, plain, s)
 		}
 		return plain, nil
 	})
