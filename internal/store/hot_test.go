@@ -113,3 +113,60 @@ func TestJournalNeedsNoForeignKey(t *testing.T) {
 		t.Fatalf("after migrating down: %d foreign keys, want 1", n)
 	}
 }
+
+// The engine's group writes run their prepared statements' generic plans:
+// left to choose, PostgreSQL planned the finishes, the start and the fence
+// again at every call, which cost about as much CPU as running them.
+// pg_prepared_statements counts a session's plans of each statement.
+func TestGroupWritesUseGenericPlans(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, urlWith(pgtest.NewDB(t), "pool_max_conns=1"), nil) // one session: its statements are counted
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	subscribeAll(t, st)
+	const runs = 8 // PostgreSQL's own choice plans the first 5 calls anew at least
+	for i := range runs {
+		op := leasedOp(t, st, "e/1", time.Minute)
+		begin := store.JournalWrite{Kind: store.JournalBeginKind, Entry: store.JournalEntry{OpOccID: op.ID, Phase: store.PhaseRun, Step: "a"}}
+		end := begin
+		end.Kind = store.JournalEndKind
+		if r := st.WriteOps(ctx, []store.OpWrite{{OpOccID: op.ID, Owner: "e/1", Start: true, Journal: []store.JournalWrite{begin}}}); r[0].Err != nil {
+			t.Fatal(r[0].Err)
+		}
+		in, err := st.GetInstance(ctx, op.VnfInstanceID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.InstantiationState = model.Instantiated
+		if r := st.WriteOps(ctx, []store.OpWrite{{OpOccID: op.ID, Owner: "e/1", Work: []byte(`{"n":1}`), Journal: []store.JournalWrite{end}}}); r[0].Err != nil {
+			t.Fatal(r[0].Err)
+		}
+		if _, err := st.FinishOp(ctx, op.ID, "e/1", store.Finish{State: model.StateCompleted, Instance: &in.VnfInstance}); err != nil {
+			t.Fatalf("finish %d: %v", i, err)
+		}
+	}
+	for _, head := range []string{
+		"UPDATE vnf_lcm_op_occs o SET operation_state = 'PROCESSING'", // the start
+		"WITH u AS (UPDATE vnf_lcm_op_occs SET work",                  // the fence setting a working copy
+		"UPDATE vnf_instances i SET",                                  // the instances a finish replaces
+		"UPDATE vnf_lcm_op_occs o SET operation_state=u.fstate",       // the op rows a finish ends
+		"INSERT INTO op_journal",
+	} {
+		var n, generic, custom int64
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*), COALESCE(sum(generic_plans), 0), COALESCE(sum(custom_plans), 0)
+			FROM pg_prepared_statements WHERE statement LIKE $1 || '%'`, head).Scan(&n, &generic, &custom); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 || custom != 0 || generic < runs {
+			t.Errorf("%s…: %d prepared statements, %d generic plans, %d custom plans; want only generic ones", head, n, generic, custom)
+		}
+	}
+	// The settings last for the group's transaction only.
+	var mode, seq string
+	if err := st.Pool().QueryRow(ctx, `SELECT current_setting('plan_cache_mode'), current_setting('enable_seqscan')`).Scan(&mode, &seq); err != nil ||
+		mode != "auto" || seq != "on" {
+		t.Errorf("after the writes: plan_cache_mode %s, enable_seqscan %s (%v)", mode, seq, err)
+	}
+}
