@@ -63,6 +63,9 @@ type journalKey struct{ phase, step, node string }
 type carried struct {
 	end  []store.JournalWrite
 	work []byte // the working copy the step produced, JSON (nil: unchanged); sealed when written
+	// later is the working copy of the last step, encoded only if the
+	// next write keeps it (an end of the operation but FAILED_TEMP drops it).
+	later *work
 }
 
 // work is the persisted working state of an operation between steps.
@@ -154,16 +157,18 @@ func (r *run) execute(ctx context.Context) {
 			r.finishFailed(ctx, s.name, r.stopCause(ctx, nil))
 			return
 		}
-		if err := r.runStep(ctx, store.PhaseRun, i, s.name, s.do, dop, w); err != nil {
+		if err := r.runStep(ctx, store.PhaseRun, i, s.name, s.do, dop, w, i == len(steps)-1); err != nil {
 			r.finishFailed(ctx, s.name, r.stopCause(ctx, err))
 			return
 		}
 	}
-	final := dop.Instance
+	// The finished state on a copy: the working copy stays as the last
+	// step left it, for a failure below to keep (it is encoded then).
+	final := *dop.Instance
 	if o, err := operationOf(dop.Operation); err == nil && o.finish != nil {
-		o.finish(final)
+		o.finish(&final)
 	}
-	sealed, err := r.sealInstance(final)
+	sealed, err := r.sealInstance(&final)
 	if err != nil {
 		r.finishFailed(ctx, "", err)
 		return
@@ -221,10 +226,23 @@ func (r *run) writeCarried(ctx context.Context, w store.OpWrite, what string) st
 	w.OpOccID, w.Owner = r.op.ID, r.owner
 	if c := r.carry; c != nil {
 		r.carry = nil
+		keep := w.Finish == nil || w.Finish.KeepWork
+		if c.later != nil && keep {
+			b, err := json.Marshal(c.later)
+			if err != nil {
+				// Not written: the step stays begun, and runs again as
+				// after a crash.
+				r.log.Error("cannot encode the working copy; the step will run again", "err", err)
+				return r.e.commit.write(ctx, w, what)
+			}
+			if !bytes.Equal(b, r.lastWork) {
+				c.work = b
+			}
+		}
 		w.Journal = append(c.end, w.Journal...)
 		// The working copy of the step's end, unless the write ends the
 		// operation and drops it anyway.
-		if c.work != nil && (w.Finish == nil || w.Finish.KeepWork) {
+		if c.work != nil && keep {
 			sealed, err := r.e.svc.box.SealJSONKept(c.work, store.OpPlace(r.op.ID, "work"), &r.kept)
 			if err != nil {
 				return store.OpWriteResult{Err: err}
@@ -247,7 +265,11 @@ func (r *run) writeCarried(ctx context.Context, w store.OpWrite, what string) st
 // with the operation's next write. Nothing runs between a step's end and that
 // write, so a crash in between finds the step begun and runs it again, as it
 // would have after a crash during the step: steps are idempotent.
-func (r *run) runStep(ctx context.Context, phase string, i int, name string, f func(context.Context, *driverapi.Op) error, dop *driverapi.Op, w *work) error {
+//
+// The last step of a pass (last) leaves its working copy to be encoded by
+// that write, and only when the write keeps it: the operation's end drops
+// it, unless FAILED_TEMP.
+func (r *run) runStep(ctx context.Context, phase string, i int, name string, f func(context.Context, *driverapi.Op) error, dop *driverapi.Op, w *work, last bool) error {
 	if res := r.write(ctx, store.OpWrite{Journal: []store.JournalWrite{{Kind: store.JournalBeginKind,
 		Entry: store.JournalEntry{OpOccID: r.op.ID, Phase: phase, StepIndex: i, Step: name}}}}, phase+":begin:"+name); res.Err != nil {
 		return res.Err
@@ -271,11 +293,15 @@ func (r *run) runStep(ctx context.Context, phase string, i int, name string, f f
 	// Nothing changes w before the next write: the execute loop goes
 	// straight to the next step's begin or to the operation's end.
 	w.capture(dop)
+	r.carry = &carried{end: []store.JournalWrite{{Kind: store.JournalEndKind, Entry: end}}}
+	if last {
+		r.carry.later = w
+		return nil
+	}
 	b, err := json.Marshal(w)
 	if err != nil {
 		return err
 	}
-	r.carry = &carried{end: []store.JournalWrite{{Kind: store.JournalEndKind, Entry: end}}}
 	// A working copy that a resume would find anyway (the step changed
 	// nothing) is not written again; with none written yet, load builds
 	// that same copy again from the instance and the request, as it does
@@ -301,7 +327,7 @@ func (r *run) rollback(ctx context.Context, dop *driverapi.Op, w *work, steps []
 			r.finishFailed(ctx, s.name, r.stopCause(ctx, nil))
 			return
 		}
-		if err := r.runStep(ctx, store.PhaseRollback, len(steps)-i-1, s.name, s.undo, dop, w); err != nil {
+		if err := r.runStep(ctx, store.PhaseRollback, len(steps)-i-1, s.name, s.undo, dop, w, i == 0); err != nil {
 			r.finishFailed(ctx, s.name, r.stopCause(ctx, fmt.Errorf("rollback: %w", err)))
 			return
 		}
