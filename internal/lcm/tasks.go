@@ -3,9 +3,7 @@ package lcm
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"reflect"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
@@ -42,21 +40,13 @@ func (s *Service) RunPendingTasks(ctx context.Context) error {
 }
 
 // sealPlain seals the values under secret keys of a stored document that
-// are not sealed yet (store.ResealFunc); sealed values stay as they are.
+// are not sealed yet (store.ResealFunc). SealJSON keeps the rest of the
+// document, current sealed values included, as written: a document with
+// nothing to seal comes back byte for byte.
 func (s *Service) sealPlain(doc []byte, at secrets.Place) ([]byte, bool, error) {
 	out, err := s.box.SealJSON(doc, at)
 	if err != nil {
 		return nil, false, err
 	}
-	if bytes.Equal(out, doc) {
-		return doc, false, nil
-	}
-	var a, b any
-	if json.Unmarshal(doc, &a) != nil || json.Unmarshal(out, &b) != nil {
-		return out, true, nil
-	}
-	if reflect.DeepEqual(a, b) {
-		return doc, false, nil // the same document, written differently
-	}
-	return out, true, nil
+	return out, !bytes.Equal(out, doc), nil
 }
