@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lccn"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
@@ -115,7 +116,7 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 	fence := newFence(ws)
 	starts := newStarts(ws)
 	out := make([]OpWriteResult, len(ws))
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := inPipelinedTx(ctx, s.pool, func(tx *pgxpool.Conn) error {
 		// Round trip 1, the fence: every op row of the group whose lease its
 		// writer holds, locked until the commit (by the update that sets its
 		// new working copy, when there is one), so that no lease changes
@@ -123,6 +124,7 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 		// their own. Before it, the starts (OpWrite.Start) of ops still
 		// STARTING, which lock their rows too.
 		var b pgx.Batch
+		b.Queue("begin")
 		b.Queue(genericPlans)
 		held := map[opOwner]string{} // → operation_state
 		started := starts.queue(&b)
@@ -193,6 +195,9 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 		}
 		finished := map[string]*OpOcc{}
 		fb.queue(&b, finished)
+		if !anyFinish {
+			b.Queue("commit")
+		}
 		if b.Len() > 0 {
 			if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 				return err
@@ -227,7 +232,11 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 		}
 		var nb pgx.Batch
 		ob.queue(&nb)
-		return sendOutbox(ctx, tx, &nb)
+		if nb.Len() > 0 {
+			nb.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox)
+		}
+		nb.Queue("commit")
+		return tx.SendBatch(ctx, &nb).Close()
 	})
 	if err != nil {
 		return nil, err

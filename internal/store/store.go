@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/golang-migrate/migrate/v4"
 	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5" // pgx5:// driver
@@ -229,4 +230,27 @@ func isUniqueViolation(err error) bool {
 
 func inTx(ctx context.Context, pool *pgxpool.Pool, f func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, pool, f)
+}
+
+// inPipelinedTx runs f on a connection of its own for a transaction whose
+// BEGIN and COMMIT f sends in its first and last batches, so that they cost
+// no round trip of their own (the group commit's: two of its five). When f
+// fails with the transaction open, it is rolled back here; a connection that
+// cannot be rolled back is closed by the pool on release.
+func inPipelinedTx(ctx context.Context, pool *pgxpool.Pool, f func(*pgxpool.Conn) error) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	err = f(conn)
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = conn.Exec(rctx, "rollback")
+	}
+	if err == nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		return errors.New("store: a pipelined transaction was left open") // f forgot its commit
+	}
+	return err
 }

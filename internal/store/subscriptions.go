@@ -236,7 +236,9 @@ func sendOutbox(ctx context.Context, tx pgx.Tx, nb *pgx.Batch) error {
 
 // opEvent builds the event of an op occurrence's new state (instance read in
 // tx, its identity and names: the jsonb attributes are not decoded).
-func opEvent(ctx context.Context, tx pgx.Tx, op *OpOcc) (lccn.Event, error) {
+func opEvent(ctx context.Context, tx interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, op *OpOcc) (lccn.Event, error) {
 	ev := opEventOf(op, lccn.Instance{})
 	in, err := scanInstanceHead(tx.QueryRow(ctx, `SELECT `+instanceCols+` FROM vnf_instances WHERE id=$1`, op.VnfInstanceID))
 	if errors.Is(err, ErrNotFound) {
