@@ -33,6 +33,12 @@ type handed struct {
 	params map[string]json.RawMessage
 	// kept remembers the sealed values in was opened from.
 	kept *secrets.Kept
+	// vims, when resolved is set, is the request's vimConnectionInfo as
+	// accept resolved it (credentials in the clear): given only to a run
+	// this process starts at once (Engine.reserveRun), for which that is
+	// the VIM's current state, never to one the dispatcher may claim later.
+	vims     []model.VimConnectionInfo
+	resolved bool
 }
 
 // handoffGeneration bounds one generation: operations accepted here and run

@@ -1,9 +1,11 @@
 package lcm
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 )
 
@@ -35,5 +37,22 @@ func TestHandoffTakesOnceAndForgets(t *testing.T) {
 	}
 	if n := len(h.cur) + len(h.old); n > 2*handoffGeneration {
 		t.Fatalf("%d entries kept", n)
+	}
+}
+
+// A run started at once by the process that accepted its instantiate uses
+// the VIM accept resolved an instant before (handed.vims): it does not read
+// and decrypt the VIM again (this run has no engine: resolving would fail).
+func TestInstantiateRunUsesTheVimResolvedAtAccept(t *testing.T) {
+	resolved := []model.VimConnectionInfo{{ID: "vim-1", VimID: "vim-1", VimType: "ETSINFV.OPENSTACK_KEYSTONE.V_3",
+		AccessInfo: map[string]any{"password": "s3cret"}}}
+	dop := &driverapi.Op{Instance: &model.VnfInstance{}, Vnfd: &model.Vnfd{ID: "d", Flavours: map[string]*model.Flavour{"simple": {ID: "simple"}}},
+		Request: driverapi.Request{Instantiate: &model.InstantiateVnfRequest{FlavourID: "simple"}}}
+	r := &run{vims: resolved, vimsResolved: true}
+	if err := prepareInstantiate(context.Background(), r, dop); err != nil {
+		t.Fatal(err)
+	}
+	if got := dop.Instance.VimConnectionInfo; len(got) != 1 || got[0].VimID != "vim-1" || got[0].AccessInfo["password"] != "s3cret" {
+		t.Fatalf("vimConnectionInfo %+v, want the one resolved at accept", got)
 	}
 }

@@ -58,8 +58,9 @@ func checkInstantiate(ctx context.Context, s *Service, a *accepting) error {
 		return errorf(KindInvalid, "vimConnectionInfo: give at most one VIM connection")
 	}
 	// Resolve now to reject unknown VIMs and credentials a request may not
-	// redirect; the engine resolves again when it starts, so a VIM's current
-	// credentials are used.
+	// redirect. A run this process starts at once takes this resolution
+	// (handed.vims); one that starts later (claimed, retried, resumed)
+	// resolves again, so a VIM's current credentials are used.
 	vims, err := s.vims.Resolve(ctx, req.VimConnectionInfo)
 	if err != nil {
 		return err
@@ -78,9 +79,12 @@ func prepareInstantiate(ctx context.Context, r *run, dop *driverapi.Op) error {
 	if !ok {
 		return errorf(KindInvalid, "flavour %q is not in VNFD %s", req.FlavourID, dop.Vnfd.ID)
 	}
-	vims, err := r.e.svc.vims.Resolve(ctx, req.VimConnectionInfo)
-	if err != nil {
-		return err
+	vims := r.vims
+	if !r.vimsResolved {
+		var err error
+		if vims, err = r.e.svc.vims.Resolve(ctx, req.VimConnectionInfo); err != nil {
+			return err
+		}
 	}
 	if len(vims) > 0 {
 		in.VimConnectionInfo = vims

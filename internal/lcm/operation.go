@@ -171,6 +171,9 @@ func (s *Service) accept(ctx context.Context, o *operation, instID string, raw [
 	}
 	switch {
 	case self != nil:
+		if h != nil && o.name == model.OpInstantiate {
+			h.vims, h.resolved = a.vims, true
+		}
 		self.e.start(self.ctx, op, self.owner, h)
 	case h != nil:
 		s.handed.put(op.ID, *h)

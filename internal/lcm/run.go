@@ -55,6 +55,11 @@ type run struct {
 	// the working copy (as opened and sealed): an unchanged secret keeps
 	// its stored value when they are sealed again.
 	kept secrets.Kept
+	// vims is the instantiate request's vimConnectionInfo as resolved when
+	// it was accepted an instant before this run started (handed.vims);
+	// without vimsResolved the run resolves it again.
+	vims         []model.VimConnectionInfo
+	vimsResolved bool
 }
 
 type journalKey struct{ phase, step, node string }
@@ -426,6 +431,7 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	}
 	if h != nil {
 		r.params = h.params
+		r.vims, r.vimsResolved = h.vims, h.resolved
 	} else if len(r.op.DriverParams) > 0 {
 		plain, err := svc.box.OpenJSON(r.op.DriverParams, store.OpPlace(r.op.ID, "driver_params"))
 		if err != nil {
