@@ -304,6 +304,7 @@ func (b *bench) engine() error {
 	time.Sleep(statsSettle) // the bursts' statistics are published
 	db0, dbErr := b.readDB()
 	b.pgssStart()
+	m0, a0, allocsOK := b.vnfmAllocs()
 	meter := startCPU(b.vnfmPID, b.pgPID)
 	waitProfile := b.profile("engine-cpu", b.o.sustain-time.Second)
 	t0 := time.Now()
@@ -342,6 +343,8 @@ func (b *bench) engine() error {
 	elapsed := time.Since(t0)
 	cpu := meter.stop()
 	waitProfile()
+	m1, a1, allocsOK1 := b.vnfmAllocs()
+	b.saveAllocs("engine-allocs")
 	time.Sleep(statsSettle)
 	db1, err := b.readDB()
 	dbErr = errors.Join(dbErr, err)
@@ -350,11 +353,15 @@ func (b *bench) engine() error {
 		return err
 	}
 	rate := float64(done.Load()) / elapsed.Seconds()
+	note := fmt.Sprintf("%d operations (instantiate, terminate) in %.1f s, each sent when the previous one's notification arrived; %s; per operation: VNFM %.2f ms, PostgreSQL %.2f ms CPU",
+		done.Load(), elapsed.Seconds(), cpu, ms(cpu.VNFM)/float64(done.Load()), ms(cpu.PG)/float64(done.Load()))
+	if allocsOK && allocsOK1 {
+		note += fmt.Sprintf("; VNFM heap allocations per operation: %.0f (%.1f kB)", float64(m1-m0)/float64(done.Load()), float64(a1-a0)/float64(done.Load())/1000)
+	}
 	b.res.add(Figure{ID: "engine.ops_per_second", Group: "engine", Unit: "ops/s",
 		Title: fmt.Sprintf("completed LCM operations per second, %d instances in a closed loop", n),
 		Value: ptr(rate), Goals: []Goal{{Op: ">=", Limit: 500}},
-		Note: fmt.Sprintf("%d operations (instantiate, terminate) in %.1f s, each sent when the previous one's notification arrived; %s; per operation: VNFM %.2f ms, PostgreSQL %.2f ms CPU",
-			done.Load(), elapsed.Seconds(), cpu, ms(cpu.VNFM)/float64(done.Load()), ms(cpu.PG)/float64(done.Load()))})
+		Note: note})
 	b.res.add(Figure{ID: "engine.closed_loop.notified", Group: "engine", Unit: "ms",
 		Title: "POST → COMPLETED notification under the closed loop", Dist: distOf(loopLat)})
 	b.res.add(Figure{ID: "engine.cpu_per_op", Group: "engine", Unit: "ms",
