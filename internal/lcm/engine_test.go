@@ -1,6 +1,7 @@
 package lcm_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -1023,5 +1024,44 @@ func TestPendingTaskSealsOldChangedInfo(t *testing.T) {
 	}
 	if err := w.svc.RunPendingTasks(ctx); err != nil || stored(op.ID) != sealed {
 		t.Fatalf("a second run: %v", err)
+	}
+}
+
+// An operation after the instantiation hands its management driver the
+// parameters the instance's last completed instantiation accepted (read
+// with the instance, their secrets open); the instantiation itself is
+// handed none.
+func TestLaterOperationsStartFromTheInstantiationsParams(t *testing.T) {
+	w := newWorld(t)
+	w.engine(5*time.Second, nil)
+	ctx := context.Background()
+	id := w.instance()
+	passwords := func() []string {
+		var out []string
+		for _, p := range w.mgmt.Stored() {
+			if p == nil {
+				out = append(out, "<none>")
+			} else {
+				out = append(out, p.Password)
+			}
+		}
+		return out
+	}
+	run := func(op *store.OpOcc, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.wait(op.ID, model.StateCompleted)
+	}
+	run(w.svc.Instantiate(ctx, id, instantiateBody(`{}`)))
+	run(w.svc.Terminate(ctx, id, []byte(`{"terminationType":"FORCEFUL"}`)))
+	second := bytes.Replace(instantiateBody(`{}`), []byte("node-pass-456"), []byte("node-pass-789"), 1)
+	run(w.svc.Instantiate(ctx, id, second))
+	run(w.svc.Scale(ctx, id, []byte(`{"type":"SCALE_OUT","aspectId":"worker_aspect"}`)))
+	run(w.svc.Terminate(ctx, id, []byte(`{"terminationType":"FORCEFUL"}`)))
+	want := []string{"<none>", "node-pass-456", "<none>", "node-pass-789", "node-pass-789"}
+	if got := passwords(); !slices.Equal(got, want) {
+		t.Fatalf("stored parameters handed to the driver: %q, want %q", got, want)
 	}
 }

@@ -91,6 +91,9 @@ func decodeInto(raw []byte, v any) error {
 type accepting struct {
 	driverapi.Accept
 	stored *store.Instance // the instance as read (its secrets open, as in Accept.Instance)
+	// instantiation is what the instance's last completed instantiation
+	// left, read with it (nil: none, or an instantiation).
+	instantiation *store.Instantiation
 	// vims is the request's vimConnectionInfo, resolved (instantiate).
 	vims []model.VimConnectionInfo
 }
@@ -110,14 +113,16 @@ func (s *Service) accept(ctx context.Context, o *operation, instID string, raw [
 		}
 	}
 	kept := &secrets.Kept{}
-	read, vnfd, err := s.instanceAndVnfd(ctx, instID, kept)
+	// An operation after the instantiation starts from the drivers'
+	// parameters the instantiation accepted: read with the instance.
+	read, vnfd, err := s.instanceAndVnfd(ctx, instID, kept, o.name != model.OpInstantiate)
 	if err != nil {
 		return nil, err
 	}
 	in, opened := read.Instance, &read.VnfInstance
 	// The checks see a copy: opened stays as read, for the run (handoff).
 	view := *opened
-	a := &accepting{stored: in, Accept: driverapi.Accept{Operation: o.name, Request: req, Instance: &view, Vnfd: vnfd,
+	a := &accepting{stored: in, instantiation: read.Instantiation, Accept: driverapi.Accept{Operation: o.name, Request: req, Instance: &view, Vnfd: vnfd,
 		Flavour: flavourOf(in, vnfd), Package: &pkgFiles{st: s.st, pkgID: in.VnfPkgID}, Vims: s.vims}}
 	if o.check != nil {
 		if err := o.check(ctx, s, a); err != nil {
@@ -190,7 +195,7 @@ func (s *Service) driverParams(ctx context.Context, o *operation, a *accepting) 
 		return nil, nil
 	}
 	var stored map[string]json.RawMessage
-	storedRead := false
+	storedOpen := false
 	out := map[string]json.RawMessage{}
 	for _, h := range []string{o.start, o.end} {
 		name, ok := fl.Interfaces[h]
@@ -208,10 +213,10 @@ func (s *Service) driverParams(ctx context.Context, o *operation, a *accepting) 
 		if _, done := out[name]; done {
 			continue
 		}
-		if !storedRead && o.name != model.OpInstantiate {
-			storedRead = true
+		if !storedOpen && o.name != model.OpInstantiate {
+			storedOpen = true
 			var err error
-			if stored, err = s.instantiationParams(ctx, a.stored.ID); err != nil {
+			if stored, err = s.instantiationParams(a.stored.ID, a.instantiation); err != nil {
 				return nil, err
 			}
 		}
@@ -235,13 +240,12 @@ func (s *Service) driverParams(ctx context.Context, o *operation, a *accepting) 
 }
 
 // instantiationParams are the drivers' parameters of the instance's last
-// completed instantiation.
-func (s *Service) instantiationParams(ctx context.Context, instID string) (map[string]json.RawMessage, error) {
-	sealed, opID, err := s.st.InstantiationParams(ctx, instID)
-	if err != nil || len(sealed) == 0 {
-		return nil, err
+// completed instantiation, read with the instance (inst; nil: none).
+func (s *Service) instantiationParams(instID string, inst *store.Instantiation) (map[string]json.RawMessage, error) {
+	if inst == nil || len(inst.DriverParams) == 0 {
+		return nil, nil
 	}
-	plain, err := s.box.OpenJSON(sealed, store.OpPlace(opID, "driver_params"))
+	plain, err := s.box.OpenJSON(inst.DriverParams, store.OpPlace(inst.OpID, "driver_params"))
 	if err != nil {
 		return nil, fmt.Errorf("cannot decrypt the drivers' parameters of VNF instance %s: %w", instID, err)
 	}

@@ -253,11 +253,11 @@ func sealAttr[T any](box *secrets.Box, at secrets.Place, name string, v *T, kept
 // instanceAndVnfd loads what request validation needs: the instance, its
 // secrets open (remembered in kept), and its VNFD — with the
 // subscriptions, which the op's creation notifies (store.OpenForOp).
-func (s *Service) instanceAndVnfd(ctx context.Context, id string, kept *secrets.Kept) (*store.InstancePackage, *model.Vnfd, error) {
+func (s *Service) instanceAndVnfd(ctx context.Context, id string, kept *secrets.Kept, instantiation bool) (*store.InstancePackage, *model.Vnfd, error) {
 	if !validID(id) {
 		return nil, nil, notFoundInstance(id)
 	}
-	r, err := s.st.OpenForOp(ctx, id, s.opener(kept))
+	r, err := s.st.OpenForOp(ctx, id, s.opener(kept), instantiation)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, notFoundInstance(id)
 	}

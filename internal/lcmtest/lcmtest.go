@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -340,6 +341,17 @@ func (f *Infra) RollbackScale(ctx context.Context, op *driverapi.Op) error {
 // Mgmt is a fake management driver implementing every hook it is asked for.
 type Mgmt struct {
 	Calls Calls
+
+	mu     sync.Mutex
+	stored []*MgmtParams // what ParseParams was given, call by call
+}
+
+// Stored returns the stored parameters (the instantiation's) ParseParams
+// was given, call by call (nil where it was given none).
+func (m *Mgmt) Stored() []*MgmtParams {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.stored)
 }
 
 // MgmtParams are the fake driver's parameters: the request's
@@ -354,8 +366,11 @@ type MgmtParams struct {
 func (m *Mgmt) Name() string { return MgmtDriverName }
 
 // ParseParams implements mgmtdrivers.Typed: the knobs of this request.
-func (m *Mgmt) ParseParams(_ context.Context, a *driverapi.Accept, _ *MgmtParams) (*MgmtParams, error) {
+func (m *Mgmt) ParseParams(_ context.Context, a *driverapi.Accept, stored *MgmtParams) (*MgmtParams, error) {
 	m.Calls.add("parse")
+	m.mu.Lock()
+	m.stored = append(m.stored, stored)
+	m.mu.Unlock()
 	ap := a.Request.AdditionalParams()
 	p := &MgmtParams{Knobs: knobsOf(ap)}
 	p.Password, _ = ap["password"].(string)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -79,7 +80,7 @@ func outbox(t *testing.T, st *store.Store, opID string) []storedEvent {
 
 func newOpFrom(t *testing.T, st *store.Store, instID string) (store.NewOp, *store.InstancePackage) {
 	t.Helper()
-	r, err := st.OpenForOp(context.Background(), instID, nil)
+	r, err := st.OpenForOp(context.Background(), instID, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,4 +354,76 @@ func TestLeasedOpOfADeadProcess(t *testing.T) {
 	if s := strings.Join(outboxStates(t, st, c1.ID), ","); s != "STARTING,ROLLED_BACK" {
 		t.Fatalf("notifications %s", s)
 	}
+}
+
+// OpenForOp with instantiation reads, in its one statement, the id and
+// drivers' parameters of the instance's last completed instantiation: none
+// before one completes, the latest completed one after, whatever other
+// operations (a terminate, a failed instantiation) came since.
+func TestOpenForOpReadsTheLastInstantiation(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	id := newInstance(t, st, "inst")
+	read := func(instantiation bool) *store.Instantiation {
+		t.Helper()
+		r, err := st.OpenForOp(ctx, id, nil, instantiation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ID != id {
+			t.Fatalf("read instance %s, want %s", r.ID, id)
+		}
+		return r.Instantiation
+	}
+	create := func(operation string, params string) string {
+		t.Helper()
+		n := store.NewOp{ID: uuid.NewString(), VnfInstanceID: id, Operation: operation, OperationParams: []byte(`{}`), Verb: "x"}
+		if params != "" {
+			n.DriverParams = []byte(params)
+		}
+		if _, err := st.CreateOpOcc(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		return n.ID
+	}
+	end := func(opID, state string) {
+		t.Helper()
+		if _, err := st.Pool().Exec(ctx, `UPDATE vnf_lcm_op_occs SET operation_state=$2 WHERE id=$1`, opID, state); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(got *store.Instantiation, opID, params string) {
+		t.Helper()
+		if got == nil || got.OpID != opID || !jsonEqual(got.DriverParams, params) {
+			t.Fatalf("instantiation read %+v, want op %s with %s", got, opID, params)
+		}
+	}
+	if got := read(true); got != nil {
+		t.Fatalf("never instantiated: read %+v", got)
+	}
+	first := create(model.OpInstantiate, `{"d":{"a":1}}`)
+	if got := read(true); got != nil {
+		t.Fatalf("instantiation still running: read %+v", got)
+	}
+	end(first, model.StateCompleted)
+	want(read(true), first, `{"d":{"a":1}}`)
+	if got := read(false); got != nil {
+		t.Fatalf("read without instantiation: %+v", got)
+	}
+	end(create(model.OpTerminate, ""), model.StateCompleted)
+	second := create(model.OpInstantiate, `{"d":{"a":2}}`)
+	end(second, model.StateCompleted)
+	end(create(model.OpTerminate, ""), model.StateCompleted)
+	end(create(model.OpInstantiate, `{"d":{"a":3}}`), model.StateFailed)
+	want(read(true), second, `{"d":{"a":2}}`)
+	third := create(model.OpInstantiate, "")
+	end(third, model.StateCompleted)
+	if got := read(true); got == nil || got.OpID != third || got.DriverParams != nil {
+		t.Fatalf("instantiation without drivers' parameters: read %+v", got)
+	}
+}
+
+func jsonEqual(a []byte, b string) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
 }

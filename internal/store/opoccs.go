@@ -75,19 +75,6 @@ func scanOp(row pgx.Row) (*OpOcc, error) {
 	return &op, nil
 }
 
-// InstantiationParams returns the management drivers' parameters of the
-// instance's last completed instantiation (sealed JSON at
-// OpPlace(opID, "driver_params"); nil: none) and that operation's id.
-func (s *Store) InstantiationParams(ctx context.Context, instID string) (sealed []byte, opID string, err error) {
-	err = s.pool.QueryRow(ctx, `SELECT driver_params, id::text FROM vnf_lcm_op_occs
-		WHERE vnf_instance_id=$1 AND operation='INSTANTIATE' AND stage='COMPLETED'
-		ORDER BY seq DESC LIMIT 1`, instID).Scan(&sealed, &opID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, "", nil
-	}
-	return sealed, opID, err
-}
-
 // GetOpOcc reads one operation occurrence.
 func (s *Store) GetOpOcc(ctx context.Context, id string) (*OpOcc, error) {
 	return scanOp(s.pool.QueryRow(ctx, `SELECT `+opCols+` FROM vnf_lcm_op_occs WHERE id=$1`, id))
@@ -139,8 +126,11 @@ type NewOp struct {
 // operation: it reads every subscription in the same round trip, so that
 // CreateOpOcc given this read (NewOp.From) makes the operation's creation
 // one more. A subscription created before the request arrived is read.
-func (s *Store) OpenForOp(ctx context.Context, id string, open Opener) (*InstancePackage, error) {
-	return s.openInstanceAndPackage(ctx, id, open, true)
+// With instantiation, the read also returns what the instance's last
+// completed instantiation left (InstancePackage.Instantiation), which an
+// operation after it starts from.
+func (s *Store) OpenForOp(ctx context.Context, id string, open Opener, instantiation bool) (*InstancePackage, error) {
+	return s.openInstanceAndPackage(ctx, id, open, true, instantiation)
 }
 
 // leaseArgs are the lease columns of a new op: owner, interval, attempts.

@@ -160,6 +160,11 @@ type InstancePackage struct {
 	// Package carries the instance's VNFD (nil: no package does).
 	Package *model.Package
 
+	// Instantiation, read with the instance when asked (OpenForOp's
+	// instantiation), is what the instance's last completed instantiation
+	// left: nil when it has none.
+	Instantiation *Instantiation
+
 	// targets are the subscriptions, read with the instance when
 	// withTargets (OpenForOp): what creating an operation from this read
 	// notifies.
@@ -167,10 +172,19 @@ type InstancePackage struct {
 	withTargets bool
 }
 
+// Instantiation is the instance's last completed instantiation, as an
+// operation after it needs it.
+type Instantiation struct {
+	OpID string
+	// DriverParams are the management drivers' parameters it accepted
+	// (sealed JSON at OpPlace(OpID, "driver_params"); nil: none).
+	DriverParams []byte
+}
+
 // OpenInstanceAndPackage is InstanceAndPackage that, with open, returns the
 // instance with its sealed values opened (see scanInstanceOpen).
 func (s *Store) OpenInstanceAndPackage(ctx context.Context, id string, open Opener) (*InstancePackage, error) {
-	return s.openInstanceAndPackage(ctx, id, open, false)
+	return s.openInstanceAndPackage(ctx, id, open, false, false)
 }
 
 // selectInstanceAndPackage reads an instance and its package's id, states and xmin.
@@ -178,25 +192,43 @@ const selectInstanceAndPackage = `SELECT i.*, p.id::text, p.onboarding_state, p.
 		FROM (SELECT ` + instanceCols + ` FROM vnf_instances WHERE id=$1) i
 		LEFT JOIN vnf_packages p ON p.vnfd_id = i.vnfd_id`
 
+// selectInstancePackageAndInstantiation is selectInstanceAndPackage with
+// the id and drivers' parameters of the instance's last completed
+// instantiation (one probe of vnf_lcm_op_occs_instantiated), which an
+// operation after it starts from: a statement and a round trip fewer than
+// reading them apart.
+const selectInstancePackageAndInstantiation = `SELECT i.*, p.id::text, p.onboarding_state, p.operational_state, p.xmin::text,
+		d.id::text, d.driver_params
+		FROM (SELECT ` + instanceCols + ` FROM vnf_instances WHERE id=$1) i
+		LEFT JOIN vnf_packages p ON p.vnfd_id = i.vnfd_id
+		LEFT JOIN LATERAL (SELECT id, driver_params FROM vnf_lcm_op_occs
+			WHERE vnf_instance_id=$1 AND operation='INSTANTIATE' AND stage='COMPLETED'
+			ORDER BY seq DESC LIMIT 1) d ON true`
+
 // openInstanceAndPackage is OpenInstanceAndPackage that, with subscriptions,
 // reads every subscription in the same round trip (InstancePackage.targets).
-func (s *Store) openInstanceAndPackage(ctx context.Context, id string, open Opener, subscriptions bool) (*InstancePackage, error) {
+func (s *Store) openInstanceAndPackage(ctx context.Context, id string, open Opener, subscriptions, instantiation bool) (*InstancePackage, error) {
 	var (
-		pkgID, onb, op, xmin *string
-		in                   *Instance
-		docs                 [][]byte
-		targets              []target
-		err                  error
+		pkgID, onb, op, xmin, instOp *string
+		instParams                   []byte
+		in                           *Instance
+		docs                         [][]byte
+		targets                      []target
+		err                          error
 	)
+	query, extra := selectInstanceAndPackage, []any{&pkgID, &onb, &op, &xmin}
+	if instantiation {
+		query, extra = selectInstancePackageAndInstantiation, append(extra, &instOp, &instParams)
+	}
 	scan := func(row pgx.Row) error {
-		in, docs, err = scanInstanceOpen(extraRow{row, []any{&pkgID, &onb, &op, &xmin}}, open)
+		in, docs, err = scanInstanceOpen(extraRow{row, extra}, open)
 		return err
 	}
 	if !subscriptions {
-		err = scan(s.pool.QueryRow(ctx, selectInstanceAndPackage, id))
+		err = scan(s.pool.QueryRow(ctx, query, id))
 	} else {
 		var b pgx.Batch
-		b.Queue(selectInstanceAndPackage, id).QueryRow(scan)
+		b.Queue(query, id).QueryRow(scan)
 		queueTargets(&b, &targets)
 		err = s.pool.SendBatch(ctx, &b).Close()
 	}
@@ -204,6 +236,9 @@ func (s *Store) openInstanceAndPackage(ctx context.Context, id string, open Open
 		return nil, err
 	}
 	r := &InstancePackage{Instance: in, Docs: docs, targets: targets, withTargets: subscriptions}
+	if instOp != nil {
+		r.Instantiation = &Instantiation{OpID: *instOp, DriverParams: instParams}
+	}
 	if pkgID == nil {
 		return r, nil
 	}
