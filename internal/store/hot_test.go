@@ -17,14 +17,20 @@ import (
 // tuple: written by a HOT update, with no index entry of its own.
 func heapOnly(t *testing.T, st *store.Store, id string) bool {
 	t.Helper()
+	return heapOnlyIn(t, st, "vnf_lcm_op_occs", id)
+}
+
+// heapOnlyIn is heapOnly for the row of table with that id.
+func heapOnlyIn(t *testing.T, st *store.Store, table, id string) bool {
+	t.Helper()
 	ctx := context.Background()
 	if _, err := st.Pool().Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pageinspect`); err != nil {
 		t.Fatal(err)
 	}
 	var ho bool
-	err := st.Pool().QueryRow(ctx, `SELECT (h.t_infomask2 & 32768) <> 0 FROM vnf_lcm_op_occs o,
-		heap_page_items(get_raw_page('vnf_lcm_op_occs', ((o.ctid::text::point)[0])::int)) h
-		WHERE o.id = $1 AND h.lp = ((o.ctid::text::point)[1])::int`, id).Scan(&ho)
+	err := st.Pool().QueryRow(ctx, `SELECT (h.t_infomask2 & 32768) <> 0 FROM `+table+` o,
+		heap_page_items(get_raw_page($2, ((o.ctid::text::point)[0])::int)) h
+		WHERE o.id = $1 AND h.lp = ((o.ctid::text::point)[1])::int`, id, table).Scan(&ho)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +77,58 @@ func TestOpStartIsHOT(t *testing.T) {
 	}
 }
 
+// Instantiate and terminate, which change the instance's state and no other
+// indexed column here, update its row HOT: no index refers to the state
+// (migration 0018). Migrating down puts the index back, and the same
+// change is no longer HOT.
+func TestInstantiateAndTerminateAreHOT(t *testing.T) {
+	ctx := context.Background()
+	u := pgtest.NewDB(t)
+	st := openAt(t, u)
+	id := newInstance(t, st, "a")
+	finish := func(st *store.Store, state string) {
+		t.Helper()
+		n, _ := newOpFrom(t, st, id)
+		n.LeaseOwner, n.Lease = "e/1", time.Minute
+		op, err := st.CreateOpOcc(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		begin := store.JournalWrite{Kind: store.JournalBeginKind, Entry: store.JournalEntry{OpOccID: op.ID, Phase: store.PhaseRun, Step: "a"}}
+		if r := st.WriteOps(ctx, []store.OpWrite{{OpOccID: op.ID, Owner: "e/1", Start: true, Journal: []store.JournalWrite{begin}}}); r[0].Err != nil {
+			t.Fatal(r[0].Err)
+		}
+		in, err := st.GetInstance(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.InstantiationState = state
+		if _, err := st.FinishOp(ctx, op.ID, "e/1", store.Finish{State: model.StateCompleted, Instance: &in.VnfInstance}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.GetInstance(ctx, id); err != nil || got.InstantiationState != state {
+			t.Fatalf("after the finish: %+v, %v; want %s", got, err, state)
+		}
+	}
+	finish(st, model.Instantiated)
+	if !heapOnlyIn(t, st, "vnf_instances", id) {
+		t.Error("instantiate's update of the instance was not HOT")
+	}
+	finish(st, model.NotInstantiated)
+	if !heapOnlyIn(t, st, "vnf_instances", id) {
+		t.Error("terminate's update of the instance was not HOT")
+	}
+	st.Close()
+	if err := store.MigrateDown(ctx, u, 1); err != nil {
+		t.Fatal(err)
+	}
+	st = openAt(t, u)
+	finish(st, model.Instantiated)
+	if heapOnlyIn(t, st, "vnf_instances", id) {
+		t.Error("after migrating down: instantiate's update was HOT, the state index is not back")
+	}
+}
+
 // The journal's rows have no foreign key to their op (migration 0017): the
 // group's fence is what keeps a journal write from an op it does not hold —
 // one that does not exist included — and the key's check cost a statement
@@ -105,7 +163,7 @@ func TestJournalNeedsNoForeignKey(t *testing.T) {
 		t.Fatalf("journal: %d rows (%s, %v), want the held op's one", rows, only, err)
 	}
 	st.Close()
-	if err := store.MigrateDown(ctx, u, 1); err != nil {
+	if err := store.MigrateDown(ctx, u, 2); err != nil { // 0018, 0017
 		t.Fatal(err)
 	}
 	st = openAt(t, u)
@@ -120,12 +178,7 @@ func TestJournalNeedsNoForeignKey(t *testing.T) {
 // pg_prepared_statements counts a session's plans of each statement.
 func TestGroupWritesUseGenericPlans(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, urlWith(pgtest.NewDB(t), "pool_max_conns=1"), nil) // one session: its statements are counted
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	subscribeAll(t, st)
+	st := oneSession(t)
 	const runs = 8 // PostgreSQL's own choice plans the first 5 calls anew at least
 	for i := range runs {
 		op := leasedOp(t, st, "e/1", time.Minute)
@@ -147,13 +200,35 @@ func TestGroupWritesUseGenericPlans(t *testing.T) {
 			t.Fatalf("finish %d: %v", i, err)
 		}
 	}
-	for _, head := range []string{
+	onlyGenericPlans(t, st, runs,
 		"UPDATE vnf_lcm_op_occs o SET operation_state = 'PROCESSING'", // the start
 		"WITH u AS (UPDATE vnf_lcm_op_occs SET work",                  // the fence setting a working copy
 		"UPDATE vnf_instances i SET",                                  // the instances a finish replaces
 		"UPDATE vnf_lcm_op_occs o SET operation_state=u.fstate",       // the op rows a finish ends
-		"INSERT INTO op_journal",
-	} {
+		"INSERT INTO op_journal")
+}
+
+// oneSession opens a store of one connection, whose prepared statements
+// onlyGenericPlans counts, with a subscription to every notification.
+func oneSession(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), urlWith(pgtest.NewDB(t), "pool_max_conns=1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	subscribeAll(t, st)
+	return st
+}
+
+// onlyGenericPlans checks that the statements starting with heads, run at
+// least runs times in st's one session, were only ever run with generic
+// plans, and that the settings that force them did not outlast their
+// transactions.
+func onlyGenericPlans(t *testing.T, st *store.Store, runs int64, heads ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, head := range heads {
 		var n, generic, custom int64
 		if err := st.Pool().QueryRow(ctx, `SELECT count(*), COALESCE(sum(generic_plans), 0), COALESCE(sum(custom_plans), 0)
 			FROM pg_prepared_statements WHERE statement LIKE $1 || '%'`, head).Scan(&n, &generic, &custom); err != nil {
@@ -163,10 +238,33 @@ func TestGroupWritesUseGenericPlans(t *testing.T) {
 			t.Errorf("%s…: %d prepared statements, %d generic plans, %d custom plans; want only generic ones", head, n, generic, custom)
 		}
 	}
-	// The settings last for the group's transaction only.
 	var mode, seq string
 	if err := st.Pool().QueryRow(ctx, `SELECT current_setting('plan_cache_mode'), current_setting('enable_seqscan')`).Scan(&mode, &seq); err != nil ||
 		mode != "auto" || seq != "on" {
-		t.Errorf("after the writes: plan_cache_mode %s, enable_seqscan %s (%v)", mode, seq, err)
+		t.Errorf("afterwards: plan_cache_mode %s, enable_seqscan %s (%v)", mode, seq, err)
 	}
+}
+
+// The notifier's two statements (the claim of a subscription and the record
+// of a round) run their generic plans too, each in one round trip: left to
+// choose, PostgreSQL planned them again at every call. The setting lasts for
+// the statement's own transaction only.
+func TestNotifierStatementsUseGenericPlans(t *testing.T) {
+	ctx := context.Background()
+	st := oneSession(t)
+	const runs = 8 // PostgreSQL's own choice plans the first 5 calls anew at least
+	for i := range runs {
+		leasedOp(t, st, "e/1", time.Minute) // its instance's creation and its STARTING notifications
+		sub, ds, err := st.ClaimSubscription(ctx, "n", time.Minute, 20)
+		if err != nil || sub == nil || len(ds) != 2 {
+			t.Fatalf("claim %d: %v, %v, %d notifications; want 2", i, err, sub, len(ds))
+		}
+		next, err := st.EndDelivery(ctx, sub.ID, "n", []int64{ds[0].ID, ds[1].ID}, nil, 20, time.Minute)
+		if err != nil || len(next) != 0 {
+			t.Fatalf("record %d: %v, %d notifications next; want none", i, err, len(next))
+		}
+	}
+	onlyGenericPlans(t, st, runs,
+		"WITH c AS (UPDATE subscriptions s SET delivery_owner", // ClaimSubscription
+		"WITH m AS MATERIALIZED")                               // EndDelivery
 }

@@ -1,0 +1,11 @@
+-- An instance's update is HOT (no index entry for its new version) only when
+-- no indexed column changes; instantiate and terminate change
+-- instantiation_state, which vnf_instances_state (migration 0010) indexed,
+-- so each of them added an entry to all eleven indexes of the table (about
+-- 60 % of the finish's UPDATE: 300 → 128 µs for five rows on an idle
+-- machine). The state has two values: a state filter reads the list in seq
+-- order (the seq index) and keeps the rows in that state, as an op list
+-- reads COMPLETED (migration 0014). With it gone, instantiate and terminate
+-- are HOT unless another indexed column changes (the first instantiation
+-- sets the VIM connections, an operation that renames the instance, …).
+DROP INDEX vnf_instances_state;
