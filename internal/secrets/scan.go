@@ -3,6 +3,7 @@ package secrets
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 )
 
 // secretScan finds, in the bytes of a JSON document, the members whose key
@@ -33,7 +34,12 @@ type pathSeg struct {
 // scanSecrets returns raw with every secret member's value replaced as visit
 // says; raw itself when nothing was replaced.
 func scanSecrets(raw []byte, base Place, visit func(val []byte, at func() Place) ([]byte, error)) ([]byte, error) {
-	s := &secretScan{masker: masker{src: raw}, base: base, visit: visit}
+	s := scanPool.Get().(*secretScan)
+	defer func() {
+		*s = secretScan{} // keeps nothing of raw, visit or out
+		scanPool.Put(s)
+	}()
+	s.masker, s.base, s.visit = masker{src: raw}, base, visit
 	s.path = s.pathBuf[:0]
 	end, err := s.value(s.ws(0))
 	if err != nil {
@@ -47,6 +53,10 @@ func scanSecrets(raw []byte, base Place, visit func(val []byte, at func() Place)
 	}
 	return append(s.out, raw[s.last:]...), nil
 }
+
+// scanPool keeps the scanners (their first path levels are most of their
+// size): every document an operation seals, opens or scrubs is scanned.
+var scanPool = sync.Pool{New: func() any { return new(secretScan) }}
 
 // at is the place of the value the path leads to.
 func (s *secretScan) at() Place {
