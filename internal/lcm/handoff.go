@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 )
@@ -12,9 +13,10 @@ import (
 // process: the instance, opened, when it is the version the transaction that
 // created the op occurrence read, locked (store.OpOcc.CreatedFrom: nothing
 // changes it before the operation does), and the VNFD the request was
-// checked against, and the management drivers' parameters it accepted
-// (what the op's driver_params hold, sealed). That run reads, decrypts and
-// decodes none of them again. A run
+// checked against, the management drivers' parameters it accepted
+// (what the op's driver_params hold, sealed), and the request as decoded
+// (the op's operation_params). That run reads, decrypts and decodes none of
+// them again (it still opens operation_params, for the values to scrub). A run
 // in another process, a resumed run, or one that claims the operation before
 // accept handed it over reads both from the database as before. An
 // operation this process runs itself (Engine.reserveRun) is handed to its
@@ -33,6 +35,10 @@ type handed struct {
 	params map[string]json.RawMessage
 	// kept remembers the sealed values in was opened from.
 	kept *secrets.Kept
+	// req is the request as accept decoded it from the plaintext of the
+	// op's operation_params (nil: the run decodes them); nothing changes a
+	// decoded request.
+	req *driverapi.Request
 	// vims, when resolved is set, is the request's vimConnectionInfo as
 	// accept resolved it (credentials in the clear): given only to a run
 	// this process starts at once (Engine.reserveRun), for which that is

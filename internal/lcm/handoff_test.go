@@ -2,11 +2,15 @@ package lcm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"testing"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
+	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
 
 // A handed-over instance is taken once; what nobody takes is dropped after
@@ -54,5 +58,31 @@ func TestInstantiateRunUsesTheVimResolvedAtAccept(t *testing.T) {
 	}
 	if got := dop.Instance.VimConnectionInfo; len(got) != 1 || got[0].VimID != "vim-1" || got[0].AccessInfo["password"] != "s3cret" {
 		t.Fatalf("vimConnectionInfo %+v, want the one resolved at accept", got)
+	}
+}
+
+// The first run of an operation accepted here takes the request accept
+// decoded (handed.req) instead of decoding operation_params again; handed
+// no request, it decodes what the op stores.
+func TestRunTakesTheRequestAcceptDecoded(t *testing.T) {
+	key, _ := secrets.ParseKey(secrets.NewKey())
+	box, _ := secrets.NewBox(key)
+	e := &Engine{svc: &Service{box: box}}
+	for _, withReq := range []bool{true, false} {
+		op := &store.OpOcc{VnfLcmOpOcc: model.VnfLcmOpOcc{ID: "op-1", VnfInstanceID: "inst-1", Operation: model.OpTerminate,
+			OperationParams: json.RawMessage(`{"terminationType":"FORCEFUL"}`)}, Attempts: 1}
+		h := &handed{in: &model.VnfInstance{ID: "inst-1"}, vnfd: &model.Vnfd{ID: "d"}}
+		want := "FORCEFUL"
+		if withReq {
+			h.req, want = &driverapi.Request{Terminate: &model.TerminateVnfRequest{TerminationType: "GRACEFUL"}}, "GRACEFUL"
+		}
+		r := &run{e: e, op: op, handed: h, log: slog.New(slog.DiscardHandler)}
+		dop, _, err := r.load(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dop.Request.Terminate.TerminationType; got != want {
+			t.Errorf("handed a request %v: the run's request says %s, want %s", withReq, got, want)
+		}
 	}
 }

@@ -172,7 +172,7 @@ func (s *Service) accept(ctx context.Context, o *operation, instID string, raw [
 	// operation that completed meanwhile may have changed them.
 	var h *handed
 	if locked := op.CreatedFrom(); locked != nil && locked.Version == in.Version && vnfd != nil && locked.VnfdID == vnfd.ID {
-		h = &handed{in: opened, docs: read.Docs, vnfd: vnfd, params: params, kept: kept}
+		h = &handed{in: opened, docs: read.Docs, vnfd: vnfd, params: params, kept: kept, req: &req}
 	}
 	switch {
 	case self != nil:

@@ -418,16 +418,18 @@ func (r *run) load(ctx context.Context) (*driverapi.Op, *work, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	req, err := o.decode(raw)
-	if err != nil {
-		return nil, nil, fmt.Errorf("operationParams do not match %s: %w", r.op.Operation, err)
-	}
 	h := r.handed
 	if h == nil {
 		h = svc.handed.take(r.op.ID)
 	}
 	if r.op.Attempts != 1 {
 		h = nil // a retry, or a resume after a crash: what accept read is history
+	}
+	var req driverapi.Request
+	if h != nil && h.req != nil {
+		req = *h.req
+	} else if req, err = o.decode(raw); err != nil {
+		return nil, nil, fmt.Errorf("operationParams do not match %s: %w", r.op.Operation, err)
 	}
 	if h != nil {
 		r.params = h.params
