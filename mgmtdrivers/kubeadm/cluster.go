@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -125,7 +126,12 @@ func (d *Driver) uploadScript(ctx context.Context, s *session, script []byte) er
 // runScript runs the install script and returns its VNFM_RESULT values. Its
 // progress lines go to the log and, through note, to the op's progress.
 func (d *Driver) runScript(ctx context.Context, s *session, args []string, env map[string]string, secrets []string, note func(string)) (map[string]string, error) {
-	o := d.sudo(remote.RunOpts{Env: env, Secrets: secrets, Timeout: d.o.InstallTimeout,
+	return d.runScriptIn(ctx, s, args, env, secrets, nil, note)
+}
+
+// runScriptIn is runScript with stdin for the script.
+func (d *Driver) runScriptIn(ctx context.Context, s *session, args []string, env map[string]string, secrets []string, stdin io.Reader, note func(string)) (map[string]string, error) {
+	o := d.sudo(remote.RunOpts{Env: env, Secrets: secrets, Stdin: stdin, Timeout: d.o.InstallTimeout,
 		Output: func(_ remote.Stream, line string) {
 			if msg, ok := strings.CutPrefix(line, "[install_k8s_cluster.sh] "); ok {
 				s.log.Info("install: " + msg)

@@ -102,11 +102,17 @@
 // preparation starts once that script runs. Once the init made the join
 // material the workers join in parallel (worker_parallelism at a time, each
 // after its own preparation, beside the control-plane joins of an HA
-// cluster), each with a bootstrap token of its own: the tokens of all the
-// hook's joins are bootstrap token Secrets created in one round trip
-// (kubectl create, expiring after join_token_ttl by the master's clock,
-// tokens.go) and deleted in one once no join needs them; the tokens
-// kubeadm init made are deleted in the background. A worker's install
+// cluster), each with a bootstrap token of its own: kubeadm init makes the
+// tokens of all the hook's joins itself (the install script's
+// --bootstrap-tokens-stdin: its configuration's bootstrapTokens, expiring
+// after join_token_ttl), so they exist when the init ends; when the init
+// was done before, they are bootstrap token Secrets created in one round
+// trip (kubectl create, tokens.go). Each token is deleted as soon as its
+// join no longer needs it (the kubelet has bootstrapped), those that became
+// unused during a deletion together in the next, so the deletion after the
+// last control-plane join carries only its token and the uploaded
+// certificates; the tokens kubeadm init made otherwise are deleted in the
+// background. A worker's install
 // script waits (at most 10 s) for its Node with the kubelet's credentials,
 // so the driver asks a master only when it did not see it. The first
 // master's other work (the VIM, HAProxy's etcd frontend, the old tokens)

@@ -504,16 +504,28 @@ func (h *hook) initMaster(ctx context.Context, ms *session, script []byte) (*mas
 		return nil, err
 	}
 	args = append(args, kargs...)
+	// The joins' tokens are made by kubeadm init itself when the script
+	// can: there when the init ends, no round trip between the init and
+	// the first join. Else they are made once its API server answers.
+	var stdin io.Reader
+	withTokens := h.tokens != nil && len(h.tokens.order) > 0 && bytes.Contains(script, []byte("--bootstrap-tokens-stdin"))
+	if withTokens {
+		args = append(args, "--bootstrap-tokens-stdin")
+		stdin = strings.NewReader(h.tokens.initLines())
+	}
 	note := h.nodeNote(ctx, n)
-	r, err := h.d.runScript(ctx, ms, args, scriptEnv(h.p, h.topo), proxySecrets(h.p), func(msg string) {
+	r, err := h.d.runScriptIn(ctx, ms, args, scriptEnv(h.p, h.topo), proxySecrets(h.p), stdin, func(msg string) {
 		h.initRunning.open()
-		if strings.HasPrefix(msg, "kubeadm init succeeded") && h.tokens != nil {
+		if strings.HasPrefix(msg, "kubeadm init succeeded") && h.tokens != nil && !withTokens {
 			h.tokens.prefetch(ctx)
 		}
 		note(msg)
 	})
 	if err != nil {
 		return nil, err
+	}
+	if withTokens && r["bootstrap_tokens"] == "created" {
+		h.tokens.madeByInit()
 	}
 	// Every join gets a token of its own: the ones kubeadm init (24 h)
 	// and the script made go (installCluster, in the background).

@@ -188,8 +188,9 @@ func (h *hook) certificateKey(ctx context.Context, ms *session) (string, error) 
 
 // dropCerts deletes the uploaded control-plane certificates (they stay
 // encrypted in the cluster for 2 h otherwise), in the background when the
-// hook allows; the key is forgotten.
-func (h *hook) dropCerts(ctx context.Context, ms *session) {
+// hook allows, with the token of the join n when it is the hook's (nil:
+// none); the key is forgotten.
+func (h *hook) dropCerts(ctx context.Context, ms *session, n *Node) {
 	h.certs.mu.Lock()
 	uploaded := h.certs.uploaded
 	h.certs.key, h.certs.uploaded = "", false
@@ -197,7 +198,7 @@ func (h *hook) dropCerts(ctx context.Context, ms *session) {
 	if !uploaded {
 		return
 	}
-	if h.tokens != nil && h.tokens.alsoDropCerts() {
+	if h.tokens != nil && h.tokens.alsoDropCerts(ctx, n) {
 		return // with the tokens, in one round trip
 	}
 	ctx = context.WithoutCancel(ctx)
@@ -352,7 +353,7 @@ func (h *hook) joinControlPlane(ctx context.Context, ss *sessions, ms *session, 
 	// bootstrapped (the script says so), or once the join ended.
 	done := sync.OnceFunc(func() {
 		if last {
-			h.dropCerts(ctx, ms)
+			h.dropCerts(ctx, ms, n) // with n's token, in one round trip
 		}
 		used()
 	})
@@ -397,7 +398,7 @@ func (h *hook) joinControlPlane(ctx context.Context, ss *sessions, ms *session, 
 // control-plane certificates go after the last join. It returns the last
 // check's etcd (nil when no join ran in this call).
 func (h *hook) joinMasters(ctx context.Context, ss *sessions, ms *session, masters []*Node, script []byte, caHash string, force bool, view *cpView) (*etcdView, error) {
-	defer h.dropCerts(ctx, ms)
+	defer h.dropCerts(ctx, ms, nil)
 	pool := h.tokens
 	if pool == nil {
 		pool = h.newTokenPool(ms, masters)

@@ -91,6 +91,11 @@ fi`
 // tokenPool hands out one bootstrap token per joining node. The tokens
 // are generated at once (their ids are known before they exist, so a
 // clean-up can spare them) and created on the first get, all together.
+// Each is deleted as soon as its join no longer needs it: the tokens that
+// became unused while a deletion ran go together in the next, so the
+// deletion after the last join, on the critical path's tail, carries only
+// what that join held (its token and the uploaded certificates), not every
+// join's.
 type tokenPool struct {
 	d     *Driver
 	ms    *session
@@ -98,12 +103,17 @@ type tokenPool struct {
 	order []string          // node names
 	toks  map[string]string // by node name
 	desc  map[string]string
+	// run runs a command on the master ms (ms.x.Run; tests record).
+	run func(ctx context.Context, cmd string, o remote.RunOpts) (remote.Result, error)
 
-	mu      sync.Mutex
-	created bool
-	dropped bool
-	pending int  // joins that may still need their token
-	certs   bool // drop deletes the uploaded control-plane certificates too
+	mu       sync.Mutex
+	created  bool
+	finished bool            // finish ran: nothing is deleted any more
+	pending  int             // joins that may still need their token
+	unused   map[string]bool // node names whose join needs its token no more
+	deleted  map[string]bool // node names whose token was deleted (or tried)
+	deleting bool            // a deletion runs (it takes what became unused meanwhile)
+	certs    bool            // the uploaded control-plane certificates go with the next deletion
 	// certOwners are the Secrets owning kubeadm-certs when known (the
 	// clean-up after the init read them), so that drop need not look.
 	certOwners []string
@@ -113,7 +123,8 @@ type tokenPool struct {
 // newTokenPool generates the tokens of nodes' joins (created on ms, the
 // first get).
 func (h *hook) newTokenPool(ms *session, nodes []*Node) *tokenPool {
-	p := &tokenPool{d: h.d, ms: ms, ttl: h.p.JoinTokenTTL, toks: map[string]string{}, desc: map[string]string{}, pending: len(nodes), bg: &sync.WaitGroup{}}
+	p := &tokenPool{d: h.d, ms: ms, ttl: h.p.JoinTokenTTL, toks: map[string]string{}, desc: map[string]string{}, pending: len(nodes),
+		unused: map[string]bool{}, deleted: map[string]bool{}, bg: &sync.WaitGroup{}, run: ms.x.Run}
 	for _, n := range nodes {
 		p.order = append(p.order, n.Name)
 		p.toks[n.Name] = newToken()
@@ -137,6 +148,24 @@ func (p *tokenPool) prefetch(ctx context.Context) {
 	p.bg.Go(func() { _, _ = p.get(ctx, first) })
 }
 
+// initLines are the pool's tokens for the install script's
+// --bootstrap-tokens-stdin: "<token> <description>", one a line.
+func (p *tokenPool) initLines() string {
+	var b strings.Builder
+	for _, name := range p.order {
+		fmt.Fprintf(&b, "%s %s\n", p.toks[name], strings.ReplaceAll(p.desc[name], "\n", " "))
+	}
+	return b.String()
+}
+
+// madeByInit records that kubeadm init created the pool's tokens (the
+// install script's --bootstrap-tokens-stdin): get makes none.
+func (p *tokenPool) madeByInit() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.created = true
+}
+
 // ids are the pool's token ids.
 func (p *tokenPool) ids() []string {
 	var out []string
@@ -158,7 +187,7 @@ func (p *tokenPool) get(ctx context.Context, n *Node) (string, error) {
 	defer p.mu.Unlock()
 	if !p.created {
 		cmd := remote.Command("sh", "-c", mintTokensScript, "mint-tokens", strconv.Itoa(int(p.ttl.Seconds())))
-		if _, err := p.ms.x.Run(ctx, cmd, p.d.sudo(remote.RunOpts{Stdin: strings.NewReader(tokenSecrets(p.toks, p.order, p.desc))})); err != nil {
+		if _, err := p.run(ctx, cmd, p.d.sudo(remote.RunOpts{Stdin: strings.NewReader(tokenSecrets(p.toks, p.order, p.desc))})); err != nil {
 			return "", fmt.Errorf("creating %d bootstrap tokens on %s: %w", len(p.order), p.ms.node.Name, err)
 		}
 		p.created = true
@@ -167,47 +196,80 @@ func (p *tokenPool) get(ctx context.Context, n *Node) (string, error) {
 }
 
 // used says that n's join no longer needs its token (its kubeadm join
-// ended, or it will not run); once no join needs one, the tokens are
-// deleted in the background (finish waits for that).
+// ended, or it will not run): the token is deleted in the background, with
+// the others that became unused meanwhile (finish waits for that).
 func (p *tokenPool) used(ctx context.Context, n *Node) {
 	if _, ok := p.toks[n.Name]; !ok {
 		return
 	}
 	p.mu.Lock()
-	p.pending--
-	last := p.pending == 0
-	p.mu.Unlock()
-	if last {
-		ctx = context.WithoutCancel(ctx)
-		p.bg.Go(func() { p.drop(ctx) })
+	if !p.unused[n.Name] {
+		p.unused[n.Name] = true
+		p.pending--
 	}
+	p.mu.Unlock()
+	p.kick(ctx)
 }
 
-// finish deletes the tokens if that has not happened yet (joins skipped as
-// done in an earlier run never say used) and waits for the deletion.
+// kick starts a deletion of what is unused and not deleted yet, unless one
+// runs (it looks again when it ends).
+func (p *tokenPool) kick(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.deleting || p.finished {
+		return
+	}
+	p.deleting = true
+	ctx = context.WithoutCancel(ctx)
+	p.bg.Go(func() {
+		for p.dropSome(ctx) {
+		}
+	})
+}
+
+// finish deletes what is left (joins skipped as done in an earlier run
+// never say used) and waits for every deletion.
 func (p *tokenPool) finish(ctx context.Context) {
 	if p == nil {
 		return
 	}
-	p.drop(context.WithoutCancel(ctx))
+	p.mu.Lock()
+	for _, name := range p.order {
+		p.unused[name] = true
+	}
+	p.pending = 0
+	p.mu.Unlock()
+	p.kick(ctx)
 	p.bg.Wait()
+	p.mu.Lock()
+	p.finished = true
+	p.mu.Unlock()
 }
 
-// alsoDropCerts makes drop delete the uploaded control-plane certificates
-// too (one round trip for both clean-ups); false when drop ran already.
-func (p *tokenPool) alsoDropCerts() bool {
+// alsoDropCerts makes the next deletion delete the uploaded control-plane
+// certificates too (one round trip for both clean-ups), with the token of
+// n (nil: none) — the last control-plane join's, in the same round trip —
+// and starts it; false when the pool is finished.
+func (p *tokenPool) alsoDropCerts(ctx context.Context, n *Node) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.dropped {
+	if p.finished {
+		p.mu.Unlock()
 		return false
 	}
 	p.certs = true
+	if _, ok := p.toks[nodeName(n)]; ok && !p.unused[n.Name] {
+		p.unused[n.Name] = true
+		p.pending--
+	}
+	p.mu.Unlock()
+	p.kick(ctx)
 	return true
 }
 
 // dropScript deletes the Secrets named by the arguments (the tokens) and,
 // with $1 = 1, the uploaded control-plane certificates with the token
-// kubeadm made to own them.
+// kubeadm made to own them. --wait=false: Secrets have no finalizers, and
+// kubectl's wait for each to be gone is another request per Secret.
 const dropScript = `set -eu
 kc="kubectl --kubeconfig ` + adminConf + ` -n kube-system"
 certs=$1
@@ -215,33 +277,45 @@ shift
 if [ "$certs" = 1 ]; then
 	set -- "$@" kubeadm-certs $($kc get secret kubeadm-certs --ignore-not-found -o 'jsonpath={.metadata.ownerReferences[*].name}')
 fi
-[ $# -eq 0 ] || $kc delete secret --ignore-not-found "$@" >/dev/null`
+[ $# -eq 0 ] || $kc delete secret --ignore-not-found --wait=false "$@" >/dev/null`
 
-// drop deletes the pool's tokens (best effort: they expire anyway).
-func (p *tokenPool) drop(ctx context.Context) {
+// dropSome deletes, in one round trip, the tokens whose joins no longer
+// need them and that are not deleted yet, with the certificates when asked
+// (best effort: they expire anyway). It reports whether it deleted
+// anything (then there may be more); when not, the deletion has ended.
+func (p *tokenPool) dropSome(ctx context.Context) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.dropped || (!p.created && !p.certs) {
-		return
-	}
-	p.dropped = true
+	var names, ids []string
 	look := "0"
-	var names []string
-	switch {
-	case p.certs && p.certOwners != nil:
-		names = append([]string{"kubeadm-certs"}, p.certOwners...)
-	case p.certs:
-		look = "1"
-	}
-	args := append([]string{"-c", dropScript, "drop-tokens", look}, names...)
-	if p.created {
-		for _, id := range p.ids() {
-			args = append(args, "bootstrap-token-"+id)
+	if p.certs {
+		p.certs = false
+		if p.certOwners != nil {
+			names = append([]string{"kubeadm-certs"}, p.certOwners...)
+		} else {
+			look = "1"
 		}
 	}
-	if _, err := p.ms.x.Run(ctx, remote.Command("sh", args...), p.d.sudo(remote.RunOpts{})); err != nil {
-		p.ms.log.Warn("could not delete the used bootstrap tokens (or the uploaded certificates); they expire on their own", "tokenIds", strings.Join(p.ids(), ","), "err", err)
+	if p.created {
+		for _, name := range p.order {
+			if p.unused[name] && !p.deleted[name] {
+				p.deleted[name] = true
+				id, _, _ := strings.Cut(p.toks[name], ".")
+				ids = append(ids, id)
+				names = append(names, "bootstrap-token-"+id)
+			}
+		}
 	}
+	if len(names) == 0 && look == "0" {
+		p.deleting = false
+		p.mu.Unlock()
+		return false
+	}
+	p.mu.Unlock()
+	args := append([]string{"-c", dropScript, "drop-tokens", look}, names...)
+	if _, err := p.run(ctx, remote.Command("sh", args...), p.d.sudo(remote.RunOpts{})); err != nil {
+		p.ms.log.Warn("could not delete used bootstrap tokens (or the uploaded certificates); they expire on their own", "tokenIds", strings.Join(ids, ","), "err", err)
+	}
+	return true
 }
 
 // deleteOtherTokensScript deletes every bootstrap token but those whose ids
@@ -263,7 +337,7 @@ for s in $($kc get secrets --field-selector type=bootstrap.kubernetes.io/token -
 	done
 	if [ $keep = 0 ]; then del="$del $s"; fi
 done
-if [ -n "$del" ]; then $kc delete --ignore-not-found $del >/dev/null; fi
+if [ -n "$del" ]; then $kc delete --ignore-not-found --wait=false $del >/dev/null; fi
 echo "` + certOwnersMark + ` $owners"`
 
 // certOwnersMark heads deleteOtherTokensScript's line naming kubeadm-certs'
@@ -295,4 +369,11 @@ func (d *Driver) deleteOtherTokens(ctx context.Context, m *session, keep []strin
 		}
 	}
 	return nil
+}
+
+func nodeName(n *Node) string {
+	if n == nil {
+		return ""
+	}
+	return n.Name
 }

@@ -359,6 +359,41 @@ result() { grep -E "^VNFM_RESULT $1=" <<<"$output" | head -1 | cut -d= -f2-; }
 	refute_log "kubeadm token create"
 }
 
+@test "--bootstrap-tokens-stdin: kubeadm init makes the caller's tokens, from a root-only file; not again on a re-run" {
+	tokens="abcdef.0123456789abcdef mini-VNFM join of w1 (op it's)
+ghijkl.0123456789ghijkl mini-VNFM control-plane join of m2"
+	run bash "$SCRIPT" -m 10.0.0.11 -i 10.0.0.11 --no-join-token --token-ttl 3600s --bootstrap-tokens-stdin <<<"$tokens"
+	[ "$status" -eq 0 ]
+	[ "$(result bootstrap_tokens)" = created ]
+	# a single master without etcd SANs goes through --config too, same settings
+	grep -qE -- "kubeadm init --config [^ ]+/kubeadm-init.yaml" "$STUB_LOG"
+	refute_log "kubeadm init .*--(control-plane-endpoint|node-name|pod-network-cidr|apiserver|token)"
+	for want in "bootstrapTokens:" "- token: 'abcdef.0123456789abcdef'" "  description: 'mini-VNFM join of w1 (op it''s)'" "  ttl: '3600s'" \
+		"- token: 'ghijkl.0123456789ghijkl'" "  description: 'mini-VNFM control-plane join of m2'" \
+		"  usages: [signing, authentication]" "  groups: [system:bootstrappers:kubeadm:default-node-token]" "  bindPort: 6443" \
+		'controlPlaneEndpoint: "10.0.0.11:6443"'; do
+		grep -qxF -- "config: $want" "$STUB_LOG" || { echo "config lacks: $want"; cat "$STUB_LOG"; false; }
+	done
+	[ "$(grep -c '^config: - token:' "$STUB_LOG")" -eq 2 ]
+	refute_log "config: etcd:"
+	# the tokens never reach the command line or the output
+	refute_log "kubeadm .*0123456789abcdef"
+	[[ $output != *0123456789abcdef* ]]
+	cfg=$(grep -oE -- "--config [^ ]+" "$STUB_LOG" | cut -d' ' -f2)
+	[ ! -e "$cfg" ]
+	# initialised already: kubeadm makes nothing, the caller must
+	run bash "$SCRIPT" -m 10.0.0.11 -i 10.0.0.11 --no-join-token --bootstrap-tokens-stdin <<<"$tokens"
+	[ "$(result status)" = already-installed ]
+	[ -z "$(result bootstrap_tokens)" ]
+	# not a bootstrap token: refused before anything runs
+	rm -rf "$K8S_INSTALL_ROOT/etc/kubernetes" "$STUB_STATE/initialized"
+	: >"$STUB_LOG"
+	run bash "$SCRIPT" -m 10.0.0.11 -i 10.0.0.11 --bootstrap-tokens-stdin <<<"not-a-token desc"
+	[ "$status" -eq 1 ]
+	[[ $output == *"--bootstrap-tokens-stdin: a line is not"* ]]
+	refute_log "kubeadm init"
+}
+
 @test "kubeadm's own time is reported after an init or a join, not when nothing ran" {
 	run bash "$SCRIPT" -m 10.0.0.11 -i 10.0.0.11
 	[ "$status" -eq 0 ]

@@ -38,6 +38,12 @@
 #   --no-join-token        the main master makes no join token (the caller
 #                          makes its own for each join): no join_token and
 #                          no ca_cert_hash result (ca_cert_b64 has the CA)
+#   --bootstrap-tokens-stdin
+#                          main master: stdin has bootstrap tokens, one a line
+#                          ("<id>.<secret> <description>"), that kubeadm init
+#                          creates with the cluster (TTL --token-ttl): the
+#                          caller's tokens for the joins, there when the init
+#                          ends; result bootstrap_tokens=created when it did
 #   --prepare              only prepare the node (proxy settings, packages) and
 #                          report what is there already; no kubeadm, so it can
 #                          run on every node at once before the first master
@@ -68,7 +74,8 @@
 # this script's and the driver's); on the main master also api_endpoint
 # (https://host:port), join_token, ca_cert_hash (both not with
 # --no-join-token), ca_cert_b64 (base64 of ca.crt on one line) and, for HA,
-# certificate_key; after a worker's join node_registered (true|false: its
+# certificate_key, and bootstrap_tokens (created: kubeadm init made the
+# --bootstrap-tokens-stdin tokens); after a worker's join node_registered (true|false: its
 # Node object appeared within 10 s, asked with the kubelet's credentials);
 # with --prepare, kubelet_conf
 # (present|absent: the node holds a kubelet.conf, it joined or began to) and
@@ -100,8 +107,8 @@ PROG=install_k8s_cluster.sh
 MASTERS="" WORKER="" ENDPOINT="" POD_CIDR="192.168.0.0/16" SVC_CIDR="10.96.0.0/12"
 TOKEN="" CA_HASH="" CERT_KEY="" API_PORT="" NODE_NAME="" NODE_IP="" CP_JOIN=0
 TOKEN_TTL="1h" SKIP_CNI=0 NO_JOIN_TOKEN=0 LOGFILE="" STANDIN=0 ROLE="" ETCD_SANS="" CNI=calico KURYR_CONFIG=""
-PREPARE=0 KUBEADM_STARTED="" KUBEADM_SECONDS=""
-MASTER_IPS=()
+PREPARE=0 KUBEADM_STARTED="" KUBEADM_SECONDS="" TOKENS_STDIN=0
+MASTER_IPS=() BOOTSTRAP_TOKENS=()
 HTTP_PROXY_V="${http_proxy:-${HTTP_PROXY:-}}"
 HTTPS_PROXY_V="${https_proxy:-${HTTPS_PROXY:-}}"
 NO_PROXY_V="${no_proxy:-${NO_PROXY:-}}"
@@ -152,6 +159,7 @@ parse_args() {
 		--skip-cni) SKIP_CNI=1; shift ;;
 		--no-join-token) NO_JOIN_TOKEN=1; shift ;;
 		--prepare) PREPARE=1; shift ;;
+		--bootstrap-tokens-stdin) TOKENS_STDIN=1; shift ;;
 		--etcd-cert-sans) need_arg "$@"; ETCD_SANS=$2; shift 2 ;;
 		--cni) need_arg "$@"; CNI=$2; shift 2 ;;
 		--kuryr-config) need_arg "$@"; KURYR_CONFIG=$2; shift 2 ;;
@@ -553,12 +561,22 @@ wait_node() {
 	fail "node $NODE_NAME did not appear in the cluster"
 }
 
+# read_tokens reads --bootstrap-tokens-stdin's lines: "<token> <description>".
+read_tokens() {
+	local tok desc
+	while IFS=' ' read -r tok desc; do
+		[[ -n $tok ]] || continue
+		[[ $tok =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] || fail "--bootstrap-tokens-stdin: a line is not '<token> <description>' with a bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})"
+		BOOTSTRAP_TOKENS+=("$tok" "$desc")
+	done
+}
+
 # kubeadm_config prints the kubeadm init configuration equivalent to the
-# flags main_master passes otherwise, plus etcd's extra certificate SANs
-# (which no flag sets). v1beta4 from Kubernetes 1.31 on, else v1beta3 (the
-# fields used are the same in both).
+# flags main_master passes otherwise, plus what no flag sets: etcd's extra
+# certificate SANs and the caller's bootstrap tokens. v1beta4 from
+# Kubernetes 1.31 on, else v1beta3 (the fields used are the same in both).
 kubeadm_config() {
-	local api=kubeadm.k8s.io/v1beta4 minor=${K8S_MINOR#v1.} san sans
+	local api=kubeadm.k8s.io/v1beta4 minor=${K8S_MINOR#v1.} san sans i
 	[[ $minor =~ ^[0-9]+$ ]] && ((minor < 31)) && api=kubeadm.k8s.io/v1beta3
 	cat <<-EOC
 		apiVersion: $api
@@ -568,6 +586,16 @@ kubeadm_config() {
 		  bindPort: $1
 		nodeRegistration:
 		  name: "$NODE_NAME"
+	EOC
+	if [[ ${#BOOTSTRAP_TOKENS[@]} -gt 0 ]]; then
+		echo "bootstrapTokens:"
+		for ((i = 0; i < ${#BOOTSTRAP_TOKENS[@]}; i += 2)); do
+			# YAML single quotes: a quote is doubled.
+			printf -- "- token: '%s'\n  description: '%s'\n  ttl: '%s'\n" "${BOOTSTRAP_TOKENS[i]}" "${BOOTSTRAP_TOKENS[i + 1]//\'/\'\'}" "$TOKEN_TTL"
+			printf -- '  usages: [signing, authentication]\n  groups: [system:bootstrappers:kubeadm:default-node-token]\n'
+		done
+	fi
+	cat <<-EOC
 		---
 		apiVersion: $api
 		kind: ClusterConfiguration
@@ -575,16 +603,15 @@ kubeadm_config() {
 		networking:
 		  podSubnet: "$POD_CIDR"
 		  serviceSubnet: "$SVC_CIDR"
-		etcd:
-		  local:
-		    serverCertSANs:
 	EOC
+	[[ -n $ETCD_SANS ]] || return 0
+	printf 'etcd:\n  local:\n    serverCertSANs:\n'
 	IFS=, read -r -a sans <<<"$ETCD_SANS"
 	for san in "${sans[@]}"; do printf '    - "%s"\n' "$san"; done
 }
 
 main_master() {
-	local endpoint="$ENDPOINT:$API_PORT" status=installed out cfgdir=""
+	local endpoint="$ENDPOINT:$API_PORT" status=installed out cfgdir="" tokens_made=0
 	if [[ -f $ETC_K8S/admin.conf ]] && kubectl_admin get node "$NODE_NAME" -o name >/dev/null 2>&1; then
 		log "the control plane is already initialised on this node; not running kubeadm init again"
 		status=already-installed
@@ -597,9 +624,9 @@ main_master() {
 		# the endpoint is HAProxy on the VIP and the API servers keep 6443.
 		local bind=6443 args
 		if [[ ${#MASTER_IPS[@]} -eq 1 ]]; then bind=$API_PORT; fi
-		if [[ -n $ETCD_SANS ]]; then
+		if [[ -n $ETCD_SANS || ${#BOOTSTRAP_TOKENS[@]} -gt 0 ]]; then
 			# kubeadm refuses most flags next to --config: all goes into the file
-			# (nothing secret in it: kubeadm generates the token and the key).
+			# (mktemp -d: only root reads it; it holds the caller's tokens).
 			cfgdir=$(mktemp -d)
 			kubeadm_config "$bind" >"$cfgdir/kubeadm-init.yaml"
 			args=(init --config "$cfgdir/kubeadm-init.yaml")
@@ -615,6 +642,7 @@ main_master() {
 		kubeadm_began
 		out=$(as_root kubeadm "${args[@]}" 2>&1) || { [[ -z $cfgdir ]] || rm -rf "$cfgdir"; fail "kubeadm init failed: $(tail -n 5 <<<"$out")"; }
 		kubeadm_ended
+		[[ ${#BOOTSTRAP_TOKENS[@]} -eq 0 ]] || tokens_made=1
 		log "kubeadm init succeeded; the API server answers"
 		[[ -z $cfgdir ]] || rm -rf "$cfgdir"
 		printf '%s\n' "$out"
@@ -645,6 +673,7 @@ main_master() {
 	[[ -z $token ]] || result join_token "$token"
 	[[ -z $hash ]] || result ca_cert_hash "$hash"
 	[[ -z $key ]] || result certificate_key "$key"
+	[[ $tokens_made -eq 0 ]] || result bootstrap_tokens created
 	result ca_cert_b64 "$(as_root base64 -w0 "$ETC_K8S/pki/ca.crt")"
 }
 
@@ -751,6 +780,7 @@ main() {
 		prepare
 		return 0
 	fi
+	[[ $TOKENS_STDIN -eq 0 ]] || read_tokens
 	decide_role
 	log "role $ROLE, node $NODE_NAME ($NODE_IP), endpoint $ENDPOINT:$API_PORT, stand-in $STANDIN"
 	setup_proxy
