@@ -99,11 +99,13 @@ func (d *Driver) etcdctl(ctx context.Context, s *session, args ...string) (remot
 // etcdStateScript reads etcd in one session: the member list through the
 // endpoints $2, then, after a marker line, each member's health and, after
 // another, unless $4 = 0, the endpoints' status (for the leader). With $3 =
-// 1 the cluster's nodes come first (kubectl get nodes), ended by a marker: a
-// control-plane join's checks are one round trip (they need no leader). The etcdctl is the
-// host's (Debian/Ubuntu etcd-client) when installed, else the one in the
-// node's etcd static pod (kubectl exec); $1 is the node name.
-const etcdStateScript = `node=$1 eps=$2
+// 1 the cluster's nodes come first (kubectl get nodes, read beside etcd: one
+// process less one after another in a control-plane join's checks), ended
+// by a marker: a join's checks are one round trip (they need no leader).
+// The etcdctl is the host's (Debian/Ubuntu etcd-client) when installed,
+// else the one in the node's etcd static pod (kubectl exec); $1 is the node
+// name.
+const etcdStateScript = `node=$1 eps=$2 withnodes=${3:-0} withstatus=${4:-1}
 tls="--cacert=` + etcdPKIDir + `/ca.crt --cert=` + etcdPKIDir + `/healthcheck-client.crt --key=` + etcdPKIDir + `/healthcheck-client.key --dial-timeout=2s --command-timeout=3s"
 e() {
 	if command -v etcdctl >/dev/null 2>&1; then
@@ -112,19 +114,32 @@ e() {
 		kubectl --kubeconfig ` + adminConf + ` -n kube-system exec "etcd-$node" -- env ETCDCTL_API=3 etcdctl $tls "$@"
 	fi
 }
-if [ "${3:-0}" = 1 ]; then
-	kubectl --kubeconfig ` + adminConf + ` get nodes -o json || exit $?
-	echo '` + nodesEndMark + `'
+etcd() {
+	ml=$(e --endpoints="$eps" member list -w json) || return $?
+	printf '%s\n' "$ml"
+	urls=$(printf '%s\n' "$ml" | grep -o '"clientURLs":\[[^]]*\]' | grep -o 'https*://[^"]*' | sort -u | paste -sd, -)
+	[ -n "$urls" ] || return 0
+	echo '` + etcdHealthMark + `'
+	e --endpoints="$urls" endpoint health -w json || true
+	[ "$withstatus" = 1 ] || return 0
+	echo '` + etcdStatusMark + `'
+	e --endpoints="$urls" endpoint status -w json 2>/dev/null || true
+}
+if [ "$withnodes" != 1 ]; then
+	etcd
+	exit $?
 fi
-ml=$(e --endpoints="$eps" member list -w json) || exit $?
-printf '%s\n' "$ml"
-urls=$(printf '%s\n' "$ml" | grep -o '"clientURLs":\[[^]]*\]' | grep -o 'https*://[^"]*' | sort -u | paste -sd, -)
-[ -n "$urls" ] || exit 0
-echo '` + etcdHealthMark + `'
-e --endpoints="$urls" endpoint health -w json || true
-[ "${4:-1}" = 1 ] || exit 0
-echo '` + etcdStatusMark + `'
-e --endpoints="$urls" endpoint status -w json 2>/dev/null || true`
+nodes=$(mktemp)
+trap 'rm -f "$nodes"' EXIT
+kubectl --kubeconfig ` + adminConf + ` get nodes -o json >"$nodes" &
+kubectl=$!
+out=$(etcd)
+rc=$?
+wait "$kubectl" || exit $?
+cat "$nodes"
+echo '` + nodesEndMark + `'
+printf '%s\n' "$out"
+exit $rc`
 
 // Marker lines of etcdStateScript's output.
 const (
