@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -76,6 +77,7 @@ func (d *Driver) restConfig(vim *model.VimConnectionInfo) (*rest.Config, error) 
 	if d.opts.Outbound != nil {
 		cfg.Dial = d.opts.Outbound.DialContext
 	}
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return resendOnBrokenConnection{rt} }
 	return cfg, nil
 }
 
