@@ -17,7 +17,8 @@
 // the dynamic client, with a static REST mapping of the kinds Tacker
 // supports; each carries the instance id as an annotation, so a retry or a
 // resumed run adopts what it made and nothing it did not make is changed or
-// deleted. A VDU is backed by the workload (Pod, Deployment, StatefulSet,
+// deleted; for the same reason a request whose connection breaks before any
+// answer (a cluster VIP that moved) is sent again on a new one. A VDU is backed by the workload (Pod, Deployment, StatefulSet,
 // ReplicaSet, DaemonSet) whose metadata.name is the VDU's properties.name;
 // its pods, found by their owner chain, are the VNFCs (computeResource
 // resourceId = pod name, vimLevelResourceType = the workload's kind, as
