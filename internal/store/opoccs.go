@@ -266,7 +266,7 @@ func (s *Store) createOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
 			return err
 		}
 		if nb.Len() > 0 {
-			nb.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox)
+			queueWakeUp(&nb)
 		}
 		if owner == nil {
 			nb.Queue(`SELECT pg_notify($1, $2)`, ChannelOps, n.ID)

@@ -181,7 +181,7 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 		}
 		if len(sb.nids) > 0 {
 			sb.queue(&b)
-			b.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox)
+			queueWakeUp(&b)
 		}
 		// The finishes, one statement for the instances and one for the op
 		// rows, whatever their number.
@@ -233,7 +233,7 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 		var nb pgx.Batch
 		ob.queue(&nb)
 		if nb.Len() > 0 {
-			nb.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox)
+			queueWakeUp(&nb)
 		}
 		nb.Queue("commit")
 		return tx.SendBatch(ctx, &nb).Close()

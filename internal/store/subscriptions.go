@@ -230,9 +230,13 @@ func sendOutbox(ctx context.Context, tx pgx.Tx, nb *pgx.Batch) error {
 	if nb.Len() == 0 {
 		return nil
 	}
-	nb.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox)
+	queueWakeUp(nb)
 	return tx.SendBatch(ctx, nb).Close()
 }
+
+// queueWakeUp queues the notifiers' wake-up (delivered at the commit) after
+// outbox rows queued in b.
+func queueWakeUp(b *pgx.Batch) { b.Queue(`SELECT pg_notify($1, '')`, ChannelOutbox) }
 
 // opEvent builds the event of an op occurrence's new state (instance read in
 // tx, its identity and names: the jsonb attributes are not decoded).
