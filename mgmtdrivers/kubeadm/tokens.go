@@ -109,7 +109,6 @@ type tokenPool struct {
 	mu       sync.Mutex
 	created  bool
 	finished bool            // finish ran: nothing is deleted any more
-	pending  int             // joins that may still need their token
 	unused   map[string]bool // node names whose join needs its token no more
 	deleted  map[string]bool // node names whose token was deleted (or tried)
 	deleting bool            // a deletion runs (it takes what became unused meanwhile)
@@ -123,7 +122,7 @@ type tokenPool struct {
 // newTokenPool generates the tokens of nodes' joins (created on ms, the
 // first get).
 func (h *hook) newTokenPool(ms *session, nodes []*Node) *tokenPool {
-	p := &tokenPool{d: h.d, ms: ms, ttl: h.p.JoinTokenTTL, toks: map[string]string{}, desc: map[string]string{}, pending: len(nodes),
+	p := &tokenPool{d: h.d, ms: ms, ttl: h.p.JoinTokenTTL, toks: map[string]string{}, desc: map[string]string{},
 		unused: map[string]bool{}, deleted: map[string]bool{}, bg: &sync.WaitGroup{}, run: ms.x.Run}
 	for _, n := range nodes {
 		p.order = append(p.order, n.Name)
@@ -203,10 +202,7 @@ func (p *tokenPool) used(ctx context.Context, n *Node) {
 		return
 	}
 	p.mu.Lock()
-	if !p.unused[n.Name] {
-		p.unused[n.Name] = true
-		p.pending--
-	}
+	p.unused[n.Name] = true
 	p.mu.Unlock()
 	p.kick(ctx)
 }
@@ -237,7 +233,6 @@ func (p *tokenPool) finish(ctx context.Context) {
 	for _, name := range p.order {
 		p.unused[name] = true
 	}
-	p.pending = 0
 	p.mu.Unlock()
 	p.kick(ctx)
 	p.bg.Wait()
@@ -257,9 +252,8 @@ func (p *tokenPool) alsoDropCerts(ctx context.Context, n *Node) bool {
 		return false
 	}
 	p.certs = true
-	if _, ok := p.toks[nodeName(n)]; ok && !p.unused[n.Name] {
+	if _, ok := p.toks[nodeName(n)]; ok {
 		p.unused[n.Name] = true
-		p.pending--
 	}
 	p.mu.Unlock()
 	p.kick(ctx)

@@ -101,7 +101,7 @@ func (r *poolRun) deletions() []string {
 
 func testPool(r *poolRun, nodes ...string) *tokenPool {
 	p := &tokenPool{d: New(Options{}), ms: &session{node: &Node{Name: "m1"}, log: slog.New(slog.DiscardHandler)}, ttl: time.Hour,
-		toks: map[string]string{}, desc: map[string]string{}, pending: len(nodes), unused: map[string]bool{}, deleted: map[string]bool{},
+		toks: map[string]string{}, desc: map[string]string{}, unused: map[string]bool{}, deleted: map[string]bool{},
 		bg: &sync.WaitGroup{}, run: r.run}
 	for _, n := range nodes {
 		p.order = append(p.order, n)
