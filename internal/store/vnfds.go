@@ -188,8 +188,10 @@ func (s *Store) OpenInstanceAndPackage(ctx context.Context, id string, open Open
 }
 
 // selectInstanceAndPackage reads an instance and its package's id, states and xmin.
-const selectInstanceAndPackage = `SELECT i.*, p.id::text, p.onboarding_state, p.operational_state, p.xmin::text
-		FROM (SELECT ` + instanceCols + ` FROM vnf_instances WHERE id=$1) i
+const selectInstanceAndPackage = `SELECT i.*, p.id::text, p.onboarding_state, p.operational_state, p.xmin::text ` + instanceAndPackage
+
+// instanceAndPackage is the instance $1 and its package, joined.
+const instanceAndPackage = `FROM (SELECT ` + instanceCols + ` FROM vnf_instances WHERE id=$1) i
 		LEFT JOIN vnf_packages p ON p.vnfd_id = i.vnfd_id`
 
 // selectInstancePackageAndInstantiation is selectInstanceAndPackage with
@@ -198,9 +200,7 @@ const selectInstanceAndPackage = `SELECT i.*, p.id::text, p.onboarding_state, p.
 // operation after it starts from: a statement and a round trip fewer than
 // reading them apart.
 const selectInstancePackageAndInstantiation = `SELECT i.*, p.id::text, p.onboarding_state, p.operational_state, p.xmin::text,
-		d.id::text, d.driver_params
-		FROM (SELECT ` + instanceCols + ` FROM vnf_instances WHERE id=$1) i
-		LEFT JOIN vnf_packages p ON p.vnfd_id = i.vnfd_id
+		d.id::text, d.driver_params ` + instanceAndPackage + `
 		LEFT JOIN LATERAL (SELECT id, driver_params FROM vnf_lcm_op_occs
 			WHERE vnf_instance_id=$1 AND operation='INSTANTIATE' AND stage='COMPLETED'
 			ORDER BY seq DESC LIMIT 1) d ON true`
