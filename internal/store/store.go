@@ -61,6 +61,10 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 		cfg.MaxConns = 20
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "vnfm"
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		registerUUIDArray(c.TypeMap())
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
