@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 )
 
 // AppendMasked appends to dst what MaskJSON makes of the valid JSON document
@@ -17,7 +18,16 @@ import (
 // again. raw must be valid JSON (json.Valid): an error says when it is not
 // parsable, but not every invalid document is caught.
 func AppendMasked(dst, raw []byte) ([]byte, error) {
-	m := masker{src: raw}
+	ms := membersPool.Get().(*[]member)
+	m := masker{src: raw, members: (*ms)[:0]}
+	defer func() {
+		if cap(m.members) > maxPooledMembers {
+			return // a huge document's stack is not kept
+		}
+		clear(m.members[:cap(m.members)]) // keeps nothing of raw
+		*ms = m.members[:0]
+		membersPool.Put(ms)
+	}()
 	i := m.ws(0)
 	dst, i, err := m.value(dst, i)
 	if err != nil {
@@ -30,6 +40,12 @@ func AppendMasked(dst, raw []byte) ([]byte, error) {
 }
 
 var errNotJSON = errors.New("secrets: not a JSON document")
+
+// membersPool keeps the maskers' member stacks: grown from nothing at every
+// call, they were most of what masking an instance's document allocated.
+var membersPool = sync.Pool{New: func() any { return new([]member) }}
+
+const maxPooledMembers = 1024
 
 type masker struct {
 	src []byte
