@@ -122,7 +122,7 @@ func (e *Engine) refreshOne(ctx context.Context, in *store.Instance) (bool, erro
 	if err != nil || !changed {
 		return false, err
 	}
-	sealed, err := e.svc.sealInstance(op.Instance, kept)
+	sealed, _, err := e.svc.sealInstance(op.Instance, kept)
 	if err != nil {
 		return false, err
 	}

@@ -173,7 +173,7 @@ func (r *run) execute(ctx context.Context) {
 	if o, err := operationOf(dop.Operation); err == nil && o.finish != nil {
 		o.finish(&final)
 	}
-	sealed, err := r.sealInstance(&final)
+	sealed, docs, err := r.sealInstance(&final)
 	if err != nil {
 		r.finishFailed(ctx, "", err)
 		return
@@ -185,7 +185,7 @@ func (r *run) execute(ctx context.Context) {
 	}
 	res := r.write(ctx, store.OpWrite{Finish: &store.Finish{State: model.StateCompleted,
 		ResourceChanges: dop.ResourceChanges, ChangedInfo: changed,
-		ChangedExtConnectivity: dop.ChangedExtConnectivity, Instance: sealed}}, "completed")
+		ChangedExtConnectivity: dop.ChangedExtConnectivity, Instance: sealed, Docs: docs}}, "completed")
 	if res.Err != nil {
 		r.log.Error("cannot complete operation", "err", res.Err)
 		return
@@ -539,7 +539,7 @@ func (w *work) capture(dop *driverapi.Op) {
 	w.ChangedExtConnectivity, w.Previous, w.Scratch, w.Victims = dop.ChangedExtConnectivity, dop.Previous, dop.Scratch, dop.Victims
 }
 
-func (r *run) sealInstance(in *model.VnfInstance) (*model.VnfInstance, error) {
+func (r *run) sealInstance(in *model.VnfInstance) (*model.VnfInstance, store.InstanceDocs, error) {
 	return r.e.svc.sealInstance(in, &r.kept)
 }
 

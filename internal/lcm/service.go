@@ -214,40 +214,45 @@ func (s *Service) opener(kept *secrets.Kept) store.Opener {
 // attributes (sealing the whole instance encoded it, sealed it and decoded
 // it again). A secret kept remembers from opening the instance — one that
 // did not change — keeps its stored value instead of being sealed anew.
-func (s *Service) sealInstance(in *model.VnfInstance, kept *secrets.Kept) (*model.VnfInstance, error) {
+func (s *Service) sealInstance(in *model.VnfInstance, kept *secrets.Kept) (*model.VnfInstance, store.InstanceDocs, error) {
 	out := *in
 	at := store.InstancePlace(in.ID)
-	for _, err := range []error{
-		sealAttr(s.box, at, "vnfConfigurableProperties", &out.VnfConfigurableProperties, kept),
-		sealAttr(s.box, at, "vimConnectionInfo", &out.VimConnectionInfo, kept),
-		sealAttr(s.box, at, "instantiatedVnfInfo", &out.InstantiatedVnfInfo, kept),
-		sealAttr(s.box, at, "metadata", &out.Metadata, kept),
-		sealAttr(s.box, at, "extensions", &out.Extensions, kept),
-	} {
+	var docs store.InstanceDocs
+	var errs [5]error
+	docs[0], errs[0] = sealAttr(s.box, at, "vnfConfigurableProperties", &out.VnfConfigurableProperties, kept)
+	docs[1], errs[1] = sealAttr(s.box, at, "vimConnectionInfo", &out.VimConnectionInfo, kept)
+	docs[2], errs[2] = sealAttr(s.box, at, "instantiatedVnfInfo", &out.InstantiatedVnfInfo, kept)
+	docs[3], errs[3] = sealAttr(s.box, at, "metadata", &out.Metadata, kept)
+	docs[4], errs[4] = sealAttr(s.box, at, "extensions", &out.Extensions, kept)
+	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return nil, docs, err
 		}
 	}
-	return &out, nil
+	return &out, docs, nil
 }
 
 // sealAttr replaces *v by a copy with its secrets sealed at at.Key(name),
-// unless it has none.
-func sealAttr[T any](box *secrets.Box, at secrets.Place, name string, v *T, kept *secrets.Kept) error {
+// unless it has none: then *v stays and its encoding is returned (the
+// store's columns need it), else nil.
+func sealAttr[T any](box *secrets.Box, at secrets.Place, name string, v *T, kept *secrets.Kept) ([]byte, error) {
 	b, err := json.Marshal(*v)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sealed, err := box.SealJSONKept(b, at.Key(name), kept)
-	if err != nil || bytes.Equal(sealed, b) {
-		return err
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(sealed, b) {
+		return b, nil
 	}
 	var fresh T
 	if err := json.Unmarshal(sealed, &fresh); err != nil {
-		return err
+		return nil, err
 	}
 	*v = fresh
-	return nil
+	return nil, nil
 }
 
 // instanceAndVnfd loads what request validation needs: the instance, its

@@ -131,11 +131,16 @@ func jsonOrNull(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return nullIfEmpty(b), nil
+}
+
+// nullIfEmpty is nil for the encoding of a nil or empty value, else b.
+func nullIfEmpty(b []byte) []byte {
 	switch string(b) {
 	case "null", "{}", "[]":
-		return nil, nil
+		return nil
 	}
-	return b, nil
+	return b
 }
 
 // CreateInstance inserts a new NOT_INSTANTIATED instance.
@@ -220,7 +225,7 @@ func writeInstance(ctx context.Context, tx pgx.Tx, in *model.VnfInstance) error 
 // with the document GET serves rendered here, once per change, for the
 // version this update makes.
 func instanceUpdate(in *model.VnfInstance) (string, []any, error) {
-	args, err := instanceUpdateArgs(in)
+	args, err := instanceUpdateArgs(in, nil)
 	if err != nil {
 		return "", nil, err
 	}
@@ -232,12 +237,21 @@ func instanceUpdate(in *model.VnfInstance) (string, []any, error) {
 		WHERE id=$1`, args, nil
 }
 
-// instanceUpdateArgs are instanceUpdate's $1..$17.
-func instanceUpdateArgs(in *model.VnfInstance) ([]any, error) {
+// InstanceDocs are an instance's jsonb attributes — vnfConfigurableProperties,
+// vimConnectionInfo, instantiatedVnfInfo, metadata, extensions — each as
+// json.Marshal writes it, or nil where it is to be encoded from the instance.
+type InstanceDocs [5][]byte
+
+// instanceUpdateArgs are instanceUpdate's $1..$17; docs, when given, holds
+// attributes of in encoded already.
+func instanceUpdateArgs(in *model.VnfInstance, docs *InstanceDocs) ([]any, error) {
 	vals := make([][]byte, 0, 5)
-	for _, v := range []any{in.VnfConfigurableProperties, in.VimConnectionInfo, in.InstantiatedVnfInfo, in.Metadata, in.Extensions} {
-		b, err := jsonOrNull(v)
-		if err != nil {
+	for k, v := range []any{in.VnfConfigurableProperties, in.VimConnectionInfo, in.InstantiatedVnfInfo, in.Metadata, in.Extensions} {
+		var b []byte
+		var err error
+		if docs != nil && docs[k] != nil {
+			b = nullIfEmpty(docs[k])
+		} else if b, err = jsonOrNull(v); err != nil {
 			return nil, err
 		}
 		vals = append(vals, b)

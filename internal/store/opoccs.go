@@ -520,6 +520,9 @@ type Finish struct {
 	ChangedExtConnectivity []model.ExtVirtualLinkInfo
 	// Instance, when set, replaces the stored instance in the same transaction.
 	Instance *model.VnfInstance
+	// Docs, with Instance, are its jsonb attributes as its sealer encoded
+	// them (InstanceDocs), so that they are not encoded again.
+	Docs InstanceDocs
 	// KeepWork keeps the working copy (FAILED_TEMP: retry resumes from it).
 	KeepWork bool
 }

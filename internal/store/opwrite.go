@@ -263,7 +263,7 @@ type finishBatch struct {
 func (fb *finishBatch) add(w OpWrite, perr, rc, ci, cec []byte) error {
 	f := w.Finish
 	if in := f.Instance; in != nil {
-		args, err := instanceUpdateArgs(in)
+		args, err := instanceUpdateArgs(in, &f.Docs)
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -108,9 +109,20 @@ func TestRenderRowIsTheDecodedRendering(t *testing.T) {
 		cases["random"+string(rune('a'+i%26))+string(rune('a'+i/26))] = &in
 	}
 	for name, in := range cases {
-		args, err := instanceUpdateArgs(in)
+		args, err := instanceUpdateArgs(in, nil)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The attributes encoded by the caller (Finish.Docs) make the same
+		// arguments, whichever of them are given.
+		var given InstanceDocs
+		for k, v := range []any{in.VnfConfigurableProperties, in.VimConnectionInfo, in.InstantiatedVnfInfo, in.Metadata, in.Extensions} {
+			if r.IntN(4) != 0 {
+				given[k], _ = json.Marshal(v)
+			}
+		}
+		if again, err := instanceUpdateArgs(in, &given); err != nil || !reflect.DeepEqual(again, args) {
+			t.Fatalf("%s: given %q:\n%q (%v)\nwant\n%q", name, given, again, err, args)
 		}
 		docs := [][]byte{args[10].([]byte), args[11].([]byte), args[12].([]byte), args[13].([]byte), args[14].([]byte)}
 		want := renderRowDecoded(t, in, docs)
