@@ -119,7 +119,7 @@ func TestInstantiateAndTerminateAreHOT(t *testing.T) {
 		t.Error("terminate's update of the instance was not HOT")
 	}
 	st.Close()
-	if err := store.MigrateDown(ctx, u, 2); err != nil { // 0019, 0018
+	if err := store.MigrateDown(ctx, u, 3); err != nil { // 0020 … 0018
 		t.Fatal(err)
 	}
 	st = openAt(t, u)
@@ -163,7 +163,7 @@ func TestJournalNeedsNoForeignKey(t *testing.T) {
 		t.Fatalf("journal: %d rows (%s, %v), want the held op's one", rows, only, err)
 	}
 	st.Close()
-	if err := store.MigrateDown(ctx, u, 3); err != nil { // 0019 … 0017
+	if err := store.MigrateDown(ctx, u, 4); err != nil { // 0020 … 0017
 		t.Fatal(err)
 	}
 	st = openAt(t, u)

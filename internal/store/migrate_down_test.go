@@ -71,7 +71,7 @@ func TestOutboxBodiesSurviveMigratingDown(t *testing.T) {
 	}
 	st.Close()
 
-	if err := store.MigrateDown(ctx, u, 7); err != nil { // 0019 … 0013
+	if err := store.MigrateDown(ctx, u, 8); err != nil { // 0020 … 0013
 		t.Fatal(err)
 	}
 	if v, _, _, err := store.MigrationVersion(ctx, u); err != nil || v != 12 {

@@ -402,7 +402,7 @@ type fenceQuery struct {
 func newFence(ws []OpWrite) fenceQuery {
 	var (
 		ids, pairs []string
-		works      []*string // text: pgx would send a [][]byte as bytea[]
+		works      []*string // text, as the column (migration 0020): pgx would send a [][]byte as bytea[]
 		at         = map[opOwner]int{}
 		finished   = map[string]bool{}
 		anyWork    bool
@@ -428,7 +428,7 @@ func newFence(ws []OpWrite) fenceQuery {
 			WHERE id = ANY($1::uuid[]) AND id::text || '/' || lease_owner = ANY($2::text[])
 			FOR NO KEY UPDATE`, []any{ids, pairs}}
 	}
-	return fenceQuery{`WITH u AS (UPDATE vnf_lcm_op_occs SET work = ($3::text[])[array_position($2::text[], id::text || '/' || lease_owner)]::jsonb
+	return fenceQuery{`WITH u AS (UPDATE vnf_lcm_op_occs SET work = ($3::text[])[array_position($2::text[], id::text || '/' || lease_owner)]
 			WHERE id = ANY($1::uuid[]) AND id::text || '/' || lease_owner = ANY($2::text[])
 			  AND ($3::text[])[array_position($2::text[], id::text || '/' || lease_owner)] IS NOT NULL
 			RETURNING id, lease_owner, operation_state),

@@ -313,7 +313,7 @@ func TestWriteOpsGroupFinishes(t *testing.T) {
 			t.Fatalf("write %d: %+v %v, want %s %s", i, r.Op, r.Err, want.op.ID, want.state)
 		}
 	}
-	if got := res[3].Op; got.Error == nil || got.Error.Detail != "failed d" || string(got.Work) != `{"w": "d"}` {
+	if got := res[3].Op; got.Error == nil || got.Error.Detail != "failed d" || string(got.Work) != `{"w":"d"}` { // the bytes written (text, migration 0020)
 		t.Fatalf("FAILED_TEMP op: error %+v work %s", got.Error, got.Work)
 	}
 	if got := res[0].Op; got.ChangedInfo["vnfInstanceName"] != "c" || len(got.Work) != 0 {

@@ -71,7 +71,7 @@ func (s *Store) ResealAll(ctx context.Context, fn ResealFunc) (int, error) {
 		col := col
 		jobs = append(jobs, job{"vnf_lcm_op_occs." + col,
 			`SELECT id::text, ` + col + `::text FROM vnf_lcm_op_occs WHERE ` + col + ` IS NOT NULL`,
-			`UPDATE vnf_lcm_op_occs SET ` + col + `=$2::jsonb WHERE id=$1::uuid`,
+			`UPDATE vnf_lcm_op_occs SET ` + col + `=$2::` + opColumnType(col) + ` WHERE id=$1::uuid`,
 			func(k []string) secrets.Place { return OpPlace(k[0], col) }})
 	}
 	jobs = append(jobs,
@@ -95,6 +95,15 @@ func (s *Store) ResealAll(ctx context.Context, fn ResealFunc) (int, error) {
 		return n, fmt.Errorf("re-sealing op_journal.output: %w", err)
 	}
 	return n, nil
+}
+
+// opColumnType is the type of an op occurrence's sealed column: the working
+// copy is text (migration 0020), the others jsonb.
+func opColumnType(col string) string {
+	if col == "work" {
+		return "text"
+	}
+	return "jsonb"
 }
 
 func (s *Store) resealRows(ctx context.Context, query, update string, place func([]string) secrets.Place, fn ResealFunc) (int, error) {

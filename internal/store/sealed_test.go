@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -58,8 +59,13 @@ func TestResealAll(t *testing.T) {
 	params := sealDoc(map[string]any{"additionalParams": map[string]any{"node_password": "pw-op"}}, store.OpPlace(opID, "operation_params"))
 	driverParams := sealDoc(map[string]any{"kubeadm": map[string]any{"master_node": map[string]any{"password": "pw-driver"}}}, store.OpPlace(opID, "driver_params"))
 	if _, err := st.CreateOpOcc(ctx, store.NewOp{ID: opID, VnfInstanceID: instID, Operation: model.OpInstantiate, OperationParams: params,
-		DriverParams: driverParams}); err != nil {
+		DriverParams: driverParams, LeaseOwner: "e/1", Lease: time.Minute}); err != nil {
 		t.Fatal(err)
+	}
+	// The working copy is a text column (migration 0020), the others jsonb.
+	work := sealDoc(map[string]any{"vimConnectionInfo": map[string]any{"v": map[string]any{"password": "pw-work"}}}, store.OpPlace(opID, "work"))
+	if res := st.WriteOps(ctx, []store.OpWrite{{OpOccID: opID, Owner: "e/1", Start: true, Work: work}}); res[0].Err != nil {
+		t.Fatal(res[0].Err)
 	}
 	subID := uuid.NewString()
 	auth := sealDoc(map[string]any{"paramsBasic": map[string]any{"userName": "u", "password": "pw-sub"}}, store.SubscriptionAuthPlace(subID))
@@ -69,8 +75,8 @@ func TestResealAll(t *testing.T) {
 
 	rotating := box(t, k2, k1)
 	n, err := st.ResealAll(ctx, rotating.ResealJSON)
-	if err != nil || n != 4 {
-		t.Fatalf("re-sealed %d documents (%v), want 4", n, err)
+	if err != nil || n != 5 {
+		t.Fatalf("re-sealed %d documents (%v), want 5", n, err)
 	}
 	if n, err := st.ResealAll(ctx, rotating.ResealJSON); err != nil || n != 0 {
 		t.Fatalf("a second rotation changed %d documents (%v)", n, err)
@@ -95,6 +101,9 @@ func TestResealAll(t *testing.T) {
 	}
 	if d, err := onlyNew.OpenJSON(op.DriverParams, store.OpPlace(opID, "driver_params")); err != nil || !strings.Contains(string(d), "pw-driver") {
 		t.Fatalf("drivers' parameters after rotation: %s %v", d, err)
+	}
+	if w, err := onlyNew.OpenJSON(op.Work, store.OpPlace(opID, "work")); err != nil || !strings.Contains(string(w), "pw-work") {
+		t.Fatalf("working copy after rotation: %s %v", w, err)
 	}
 	// Still bound: the op's parameters do not open as another op's.
 	if _, err := onlyNew.OpenJSON(op.OperationParams, store.OpPlace(uuid.NewString(), "operation_params")); err == nil {
