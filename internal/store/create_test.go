@@ -427,3 +427,74 @@ func jsonEqual(a []byte, b string) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
 }
+
+// The one statement writes the STARTING notification's outbox rows only
+// when a subscription wants it, and wakes up the engines (an op no process
+// holds: its id) and the notifiers (outbox rows written) as the rows need,
+// with and without subscriptions that want the notification.
+func TestCreateOpOccWakeUps(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	conn, err := st.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, ch := range []string{store.ChannelOps, store.ChannelOutbox} {
+		if _, err := conn.Exec(ctx, `LISTEN "`+ch+`"`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heard := func() map[string][]string {
+		got := map[string][]string{}
+		for {
+			wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			n, err := conn.Conn().WaitForNotification(wctx)
+			cancel()
+			if err != nil {
+				return got
+			}
+			got[n.Channel] = append(got[n.Channel], n.Payload)
+		}
+	}
+	if _, err := st.CreateSubscription(ctx, &store.Subscription{ID: uuid.NewString(), CallbackURI: "http://127.0.0.1:1/n",
+		Filter: &lccn.Filter{OperationStates: []string{model.StateCompleted}}}); err != nil {
+		t.Fatal(err)
+	}
+	subscribed := false
+	for _, c := range []struct {
+		name          string
+		leased, all   bool
+		ops, outboxes int
+	}{
+		{"no subscription wants STARTING, held by no process", false, false, 1, 0},
+		{"no subscription wants STARTING, leased", true, false, 0, 0},
+		{"a subscription wants STARTING, held by no process", false, true, 1, 1},
+		{"a subscription wants STARTING, leased", true, true, 0, 1},
+	} {
+		if c.all && !subscribed {
+			subscribeAll(t, st)
+			subscribed = true
+		}
+		n, _ := newOpFrom(t, st, newInstance(t, st, "w"))
+		_ = heard() // the instance's creation's
+		fallbacks := st.CreateFallbacks()
+		if c.leased {
+			n.LeaseOwner, n.Lease = "e/1", time.Minute
+		}
+		op, err := st.CreateOpOcc(ctx, n)
+		if err != nil || st.CreateFallbacks() != fallbacks {
+			t.Fatalf("%s: %v (fallbacks %d → %d)", c.name, err, fallbacks, st.CreateFallbacks())
+		}
+		if want := map[bool]string{false: "", true: "e/1"}[c.leased]; op.OperationState != model.StateStarting || op.LeaseOwner != want {
+			t.Fatalf("%s: created %s leased to %q", c.name, op.OperationState, op.LeaseOwner)
+		}
+		got := heard()
+		if len(got[store.ChannelOps]) != c.ops || c.ops == 1 && got[store.ChannelOps][0] != op.ID || len(got[store.ChannelOutbox]) != c.outboxes {
+			t.Fatalf("%s: wake-ups %v, want %d for the engines (the op's id) and %d for the notifiers", c.name, got, c.ops, c.outboxes)
+		}
+		if states := outboxStates(t, st, op.ID); len(states) != c.outboxes {
+			t.Fatalf("%s: notifications %v, want %d STARTING", c.name, states, c.outboxes)
+		}
+	}
+}
