@@ -62,7 +62,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "vnfm"
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
-		registerUUIDArray(c.TypeMap())
+		registerLists(c.TypeMap())
 		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

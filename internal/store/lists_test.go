@@ -15,7 +15,7 @@ import (
 // pgx had no binary plan for it and tried, failed and fell back to text at
 // every call — and means to PostgreSQL what its text meant; an id in another
 // form PostgreSQL reads (braces, no hyphens) still goes as text, and one it
-// refuses is refused as before.
+// refuses is refused as before. A text[] list keeps its NULLs and strings.
 func TestUUIDListsBinary(t *testing.T) {
 	ctx := context.Background()
 	st := open(t)
@@ -52,6 +52,16 @@ func TestUUIDListsBinary(t *testing.T) {
 	var s string
 	if err := c.QueryRow(ctx, `SELECT $1::uuid[]::text`, []string{id1, "not-an-id"}).Scan(&s); !errors.As(err, &pe) || pe.Code != "22P02" {
 		t.Errorf("a malformed id: got %v, want PostgreSQL's invalid_text_representation", err)
+	}
+	// text[]: a []*string's nil elements are NULL, the rest as written.
+	x, empty, odd := "x", "", "é😀 \"{},NULL"
+	in := []*string{&x, nil, &empty, &odd}
+	var back []*string
+	if err := c.QueryRow(ctx, `SELECT $1::text[]`, in).Scan(&back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != len(in) || back[1] != nil || *back[0] != x || *back[2] != empty || *back[3] != odd {
+		t.Errorf("text[] %q (and a NULL) came back as %d elements", []string{x, empty, odd}, len(back))
 	}
 	// The pool's other connections have the codec too.
 	var n int
