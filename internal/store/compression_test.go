@@ -34,9 +34,7 @@ func TestDocumentsAreLZ4Compressed(t *testing.T) {
 		t.Errorf("a working copy of %d bytes is stored in %d bytes, compressed with %v; want lz4", len(work), size, deref(method))
 	}
 	st.Close()
-	if err := store.MigrateDown(ctx, u, 2); err != nil { // 0020 (the working copy as text), then 0019
-		t.Fatal(err)
-	}
+	migrateDownTo(t, u, 18) // before 0019
 	st = openAt(t, u)
 	var n int
 	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_attribute WHERE attcompression <> ''

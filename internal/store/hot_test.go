@@ -119,9 +119,7 @@ func TestInstantiateAndTerminateAreHOT(t *testing.T) {
 		t.Error("terminate's update of the instance was not HOT")
 	}
 	st.Close()
-	if err := store.MigrateDown(ctx, u, 3); err != nil { // 0020 … 0018
-		t.Fatal(err)
-	}
+	migrateDownTo(t, u, 17) // before 0018
 	st = openAt(t, u)
 	finish(st, model.Instantiated)
 	if heapOnlyIn(t, st, "vnf_instances", id) {
@@ -163,9 +161,7 @@ func TestJournalNeedsNoForeignKey(t *testing.T) {
 		t.Fatalf("journal: %d rows (%s, %v), want the held op's one", rows, only, err)
 	}
 	st.Close()
-	if err := store.MigrateDown(ctx, u, 4); err != nil { // 0020 … 0017
-		t.Fatal(err)
-	}
+	migrateDownTo(t, u, 16) // before 0017
 	st = openAt(t, u)
 	if n := fk(); n != 1 {
 		t.Fatalf("after migrating down: %d foreign keys, want 1", n)

@@ -1,0 +1,1 @@
+ALTER TABLE op_journal RESET (fillfactor);
