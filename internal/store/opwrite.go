@@ -92,10 +92,10 @@ func (s *Store) WriteOps(ctx context.Context, ws []OpWrite) []OpWriteResult {
 func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, error) {
 	type finishArgs struct{ perr, rc, ci, cec []byte }
 	fargs := make([]finishArgs, len(ws))
-	anyFinish := false
+	nFinish := 0
 	for i, w := range ws {
 		if f := w.Finish; f != nil {
-			anyFinish = true
+			nFinish++
 			var a finishArgs
 			var err error
 			if a.perr, err = jsonOrNull(f.Error); err != nil {
@@ -113,6 +113,7 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 			fargs[i] = a
 		}
 	}
+	anyFinish := nFinish > 0
 	fence := newFence(ws)
 	starts := newStarts(ws)
 	out := make([]OpWriteResult, len(ws))
@@ -186,6 +187,7 @@ func (s *Store) writeOps(ctx context.Context, ws []OpWrite) ([]OpWriteResult, er
 		// The finishes, one statement for the instances and one for the op
 		// rows, whatever their number.
 		var fb finishBatch
+		fb.grow(nFinish)
 		for i, w := range ws {
 			if w.Finish != nil && out[i].Err == nil {
 				if err := fb.add(w, fargs[i].perr, fargs[i].rc, fargs[i].ci, fargs[i].cec); err != nil {
@@ -258,6 +260,36 @@ type finishBatch struct {
 	ids, owners, states []string
 	perr, rc, ci, cec   []*string
 	keep                []bool
+	// strs holds the text values the columns point to, so that each does
+	// not need an allocation of its own.
+	strs []string
+}
+
+// grow makes room for n finishes, n of them with an instance at most.
+func (fb *finishBatch) grow(n int) {
+	for k := range fb.inst {
+		fb.inst[k] = make([]*string, 0, n)
+	}
+	fb.docs = make([][]byte, 0, n)
+	fb.ids, fb.owners, fb.states = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	fb.perr, fb.rc, fb.ci, fb.cec = make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n)
+	fb.keep = make([]bool, 0, n)
+	fb.strs = make([]string, 0, n*(len(fb.inst)+4))
+}
+
+// text is a pointer to a copy of s, kept in fb.strs. (A pointer to an
+// element that a later append moved still reads s: strings do not change.)
+func (fb *finishBatch) text(s string) *string {
+	fb.strs = append(fb.strs, s)
+	return &fb.strs[len(fb.strs)-1]
+}
+
+// textOrNull is text(string(b)), or nil for a nil b.
+func (fb *finishBatch) textOrNull(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	return fb.text(string(b))
 }
 
 func (fb *finishBatch) add(w OpWrite, perr, rc, ci, cec []byte) error {
@@ -271,14 +303,11 @@ func (fb *finishBatch) add(w OpWrite, perr, rc, ci, cec []byte) error {
 			var v *string
 			switch a := args[k].(type) {
 			case string:
-				v = &a
+				v = fb.text(a)
 			case *string:
 				v = a
 			case []byte:
-				if a != nil {
-					s := string(a)
-					v = &s
-				}
+				v = fb.textOrNull(a)
 			default:
 				return fmt.Errorf("store: instance update argument %d is a %T", k+1, a)
 			}
@@ -288,17 +317,9 @@ func (fb *finishBatch) add(w OpWrite, perr, rc, ci, cec []byte) error {
 		fb.n++
 	}
 	fb.ids, fb.owners, fb.states = append(fb.ids, w.OpOccID), append(fb.owners, w.Owner), append(fb.states, f.State)
-	fb.perr, fb.rc, fb.ci, fb.cec = append(fb.perr, textOrNull(perr)), append(fb.rc, textOrNull(rc)), append(fb.ci, textOrNull(ci)), append(fb.cec, textOrNull(cec))
+	fb.perr, fb.rc, fb.ci, fb.cec = append(fb.perr, fb.textOrNull(perr)), append(fb.rc, fb.textOrNull(rc)), append(fb.ci, fb.textOrNull(ci)), append(fb.cec, fb.textOrNull(cec))
 	fb.keep = append(fb.keep, f.KeepWork)
 	return nil
-}
-
-func textOrNull(b []byte) *string {
-	if b == nil {
-		return nil
-	}
-	s := string(b)
-	return &s
 }
 
 // queue queues the statements; the ended op rows go to done by id.
@@ -561,32 +582,50 @@ func (jb *journalBatch) add(j JournalWrite) {
 // queue queues the statements: per round (the n-th change of every row), one per kind.
 func (jb *journalBatch) queue(b *pgx.Batch) {
 	for r := range jb.rounds {
-		cols := map[string]*journalCols{}
+		// The round's rows by kind, in journalKinds order, each kind's
+		// columns made as long as it needs.
+		var n [len(journalKinds)]int
 		for _, k := range jb.order {
-			rs := jb.rows[k]
-			if r >= len(rs) {
-				continue
+			if rs := jb.rows[k]; r < len(rs) {
+				n[kindIndex(rs[r].kind)]++
 			}
-			c := cols[rs[r].kind]
-			if c == nil {
-				c = &journalCols{}
-				cols[rs[r].kind] = c
-			}
-			c.add(rs[r])
 		}
-		if c := cols[JournalBeginKind]; c != nil {
+		var cols [len(journalKinds)]*journalCols
+		for i, c := range n {
+			if c > 0 {
+				cols[i] = newJournalCols(c)
+			}
+		}
+		for _, k := range jb.order {
+			if rs := jb.rows[k]; r < len(rs) {
+				cols[kindIndex(rs[r].kind)].add(rs[r])
+			}
+		}
+		if c := cols[0]; c != nil {
 			b.Queue(journalBegins, c.op, c.phase, c.idx, c.step, c.node, c.msg)
 		}
-		if c := cols[JournalEndKind]; c != nil {
+		if c := cols[1]; c != nil {
 			b.Queue(journalEnds, c.op, c.phase, c.idx, c.step, c.node, c.msg, c.state, c.err, c.out)
 		}
-		if c := cols[journalRestart]; c != nil {
+		if c := cols[2]; c != nil {
 			b.Queue(journalRestarts, c.op, c.phase, c.idx, c.step, c.node, c.msg, c.state, c.err, c.out)
 		}
-		if c := cols[JournalNoteKind]; c != nil {
+		if c := cols[3]; c != nil {
 			b.Queue(journalNotes, c.op, c.phase, c.step, c.node, c.msg)
 		}
 	}
+}
+
+// journalKinds are the kinds of journal rows, in the order of their statements.
+var journalKinds = [...]string{JournalBeginKind, JournalEndKind, journalRestart, JournalNoteKind}
+
+func kindIndex(kind string) int {
+	for i, k := range journalKinds {
+		if k == kind {
+			return i
+		}
+	}
+	panic("store: journal row kind " + kind) // add maps every kind to one of them
 }
 
 const (
@@ -625,15 +664,31 @@ type journalCols struct {
 	msg, err, out                []*string // NULL when empty
 }
 
+func newJournalCols(n int) *journalCols {
+	return &journalCols{op: make([]string, 0, n), phase: make([]string, 0, n), step: make([]string, 0, n),
+		node: make([]string, 0, n), state: make([]string, 0, n), idx: make([]int32, 0, n),
+		msg: make([]*string, 0, n), err: make([]*string, 0, n), out: make([]*string, 0, n)}
+}
+
+// add appends r's columns; the message and the error point into r, which
+// does not change once queued.
 func (c *journalCols) add(r *journalRow) {
-	e := r.e
+	e := &r.e
 	c.op, c.phase, c.step, c.node = append(c.op, e.OpOccID), append(c.phase, e.Phase), append(c.step, e.Step), append(c.node, e.Node)
 	c.state, c.idx = append(c.state, e.State), append(c.idx, int32(e.StepIndex))
-	c.msg, c.err = append(c.msg, nullable(e.Message)), append(c.err, nullable(e.Error))
+	c.msg, c.err = append(c.msg, nonEmpty(&e.Message)), append(c.err, nonEmpty(&e.Error))
 	var out *string // text: pgx would send a [][]byte as bytea[]
 	if len(e.Output) > 0 {
 		s := string(e.Output)
 		out = &s
 	}
 	c.out = append(c.out, out)
+}
+
+// nonEmpty is p, or nil (NULL) when *p is empty.
+func nonEmpty(p *string) *string {
+	if *p == "" {
+		return nil
+	}
+	return p
 }
