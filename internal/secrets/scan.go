@@ -24,6 +24,18 @@ type secretScan struct {
 	visit func(val []byte, at func() Place) ([]byte, error)
 	out   []byte // nil until the first replacement
 	last  int    // src[:last] is in out
+	// strict: every token is checked as json.Valid checks it, and the
+	// secret members are only noted (found) until the whole document has
+	// passed, so that visit never runs for a document that is not JSON.
+	strict bool
+	depth  int // containers around the value being scanned (strict)
+	found  []foundSecret
+}
+
+// foundSecret is a secret member's value, src[start:end], at its place.
+type foundSecret struct {
+	start, end int
+	at         Place
 }
 
 type pathSeg struct {
@@ -34,19 +46,46 @@ type pathSeg struct {
 // scanSecrets returns raw with every secret member's value replaced as visit
 // says; raw itself when nothing was replaced.
 func scanSecrets(raw []byte, base Place, visit func(val []byte, at func() Place) ([]byte, error)) ([]byte, error) {
+	return scan(raw, base, visit, false)
+}
+
+// scanValidSecrets is scanSecrets for a document not known to be valid
+// JSON: it checks it in the same pass, as json.Valid would, and calls visit
+// only once it has passed; errInvalid when it has not (the caller's
+// encoding/json then says why, and the scan was not stricter than it).
+func scanValidSecrets(raw []byte, base Place, visit func(val []byte, at func() Place) ([]byte, error)) ([]byte, error) {
+	return scan(raw, base, visit, true)
+}
+
+func scan(raw []byte, base Place, visit func(val []byte, at func() Place) ([]byte, error), strict bool) ([]byte, error) {
 	s := scanPool.Get().(*secretScan)
 	defer func() {
-		*s = secretScan{} // keeps nothing of raw, visit or out
+		found := s.found[:0]
+		clear(s.found)                // keeps nothing of raw
+		*s = secretScan{found: found} // keeps nothing of raw, visit or out
 		scanPool.Put(s)
 	}()
-	s.masker, s.base, s.visit = masker{src: raw}, base, visit
+	s.masker, s.base, s.visit, s.strict = masker{src: raw}, base, visit, strict
 	s.path = s.pathBuf[:0]
 	end, err := s.value(s.ws(0))
+	if err == nil && s.ws(end) != len(raw) {
+		err = errNotJSON
+	}
 	if err != nil {
+		if strict {
+			return nil, errInvalid
+		}
 		return nil, err
 	}
-	if s.ws(end) != len(raw) {
-		return nil, errNotJSON
+	for _, f := range s.found {
+		with, err := visit(raw[f.start:f.end], func() Place { return f.at })
+		if err != nil {
+			return nil, err
+		}
+		if with != nil {
+			s.out = append(append(s.out, raw[s.last:f.start]...), with...)
+			s.last = f.end
+		}
 	}
 	if s.out == nil {
 		return raw, nil
@@ -80,10 +119,17 @@ func (s *secretScan) value(i int) (int, error) {
 	}
 	switch s.src[i] {
 	case '{':
+		if s.depth++; s.strict && s.depth > maxDepth {
+			return i, errInvalid
+		}
+		defer func() { s.depth-- }()
 		return s.object(i)
 	case '[':
+		if s.depth++; s.strict && s.depth > maxDepth {
+			return i, errInvalid
+		}
 		s.path = append(s.path, pathSeg{elem: true})
-		defer func() { s.path = s.path[:len(s.path)-1] }()
+		defer func() { s.path = s.path[:len(s.path)-1]; s.depth-- }()
 		i = s.ws(i + 1)
 		if i < len(s.src) && s.src[i] == ']' {
 			return i + 1, nil
@@ -99,8 +145,19 @@ func (s *secretScan) value(i int) (int, error) {
 			}
 		}
 	default: // a string, number, true, false or null
+		if s.strict {
+			return s.checked(s.validValue(i, s.depth))
+		}
 		return s.skip(i)
 	}
+}
+
+// checked is a validating scan's (end, ok) as (end, err).
+func (s *secretScan) checked(end int, ok bool) (int, error) {
+	if !ok {
+		return end, errInvalid
+	}
+	return end, nil
 }
 
 // after reads what follows a member or an element ending at end: a comma
@@ -127,6 +184,11 @@ func (s *secretScan) object(i int) (int, error) {
 		if i >= len(s.src) || s.src[i] != '"' {
 			return i, errNotJSON
 		}
+		if s.strict {
+			if end, err := s.checked(s.validString(i)); err != nil {
+				return end, err
+			}
+		}
 		end, plain, err := s.str(i)
 		if err != nil {
 			return end, err
@@ -145,7 +207,11 @@ func (s *secretScan) object(i int) (int, error) {
 		}
 		i = s.ws(i + 1)
 		s.path = append(s.path, pathSeg{key: key})
-		if i < len(s.src) && s.src[i] != 'n' && isSecretKey(key) {
+		if i < len(s.src) && s.src[i] != 'n' && isSecretKey(key) && s.strict {
+			if end, err = s.checked(s.validValue(i, s.depth)); err == nil {
+				s.found = append(s.found, foundSecret{start: i, end: end, at: s.at()})
+			}
+		} else if i < len(s.src) && s.src[i] != 'n' && isSecretKey(key) {
 			end, err = s.skip(i)
 			if err == nil {
 				var with []byte

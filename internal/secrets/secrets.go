@@ -365,10 +365,7 @@ func (b *Box) sealJSON(raw []byte, p Place, k *Kept) ([]byte, error) {
 	if len(raw) == 0 {
 		return raw, nil
 	}
-	if err := validJSON(raw); err != nil {
-		return nil, err
-	}
-	return scanSecrets(raw, p, func(val []byte, at func() Place) ([]byte, error) {
+	visit := func(val []byte, at func() Place) ([]byte, error) {
 		if s, ok := jsonString(val); ok && IsSealed(s) {
 			if b.Current(s) {
 				_, err := b.OpenAt(s, at())
@@ -394,7 +391,17 @@ func (b *Box) sealJSON(raw []byte, p Place, k *Kept) ([]byte, error) {
 			k.put(place, plain, s)
 		}
 		return quoted(s), nil
-	})
+	}
+	// One pass checks the document and finds its secrets; one that it does
+	// not take is judged by encoding/json, which words the error.
+	out, err := scanValidSecrets(raw, p, visit)
+	if errors.Is(err, errInvalid) {
+		if err := validJSON(raw); err != nil {
+			return nil, err
+		}
+		return scanSecrets(raw, p, visit)
+	}
+	return out, err
 }
 
 // quoted is the JSON string of a sealed value: its alphabet needs no escape.
