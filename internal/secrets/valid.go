@@ -11,6 +11,14 @@ var errInvalid = errors.New("secrets: not valid JSON as scanned")
 // maxDepth is encoding/json's limit of nested containers.
 const maxDepth = 10000
 
+// validDoc reports whether raw is valid JSON, as json.Valid does, in a
+// tighter loop than encoding/json's state machine (several times faster).
+func validDoc(raw []byte) bool {
+	m := masker{src: raw}
+	end, ok := m.validValue(m.ws(0), 0)
+	return ok && m.ws(end) == len(raw)
+}
+
 // validValue checks, as json.Valid does, the value at src[i] — its strings'
 // escapes and control characters, its numbers' grammar, its literals, its
 // containers' structure — and returns where it ends. depth is the number of

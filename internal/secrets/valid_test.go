@@ -8,7 +8,8 @@ import (
 )
 
 // The validating scan that SealJSON runs instead of json.Valid and a second
-// scan takes exactly the documents json.Valid takes — valid ones (so they
+// scan, and validDoc, which the other checks run before json.Valid, take
+// exactly the documents json.Valid takes — valid ones (so they
 // take the one pass), and never an invalid one — and finds its secrets only
 // in a document that passed: none is visited in one that does not.
 func TestValidatingScanIsJSONValid(t *testing.T) {
@@ -19,8 +20,12 @@ func TestValidatingScanIsJSONValid(t *testing.T) {
 			visited++
 			return nil, nil
 		})
-		if ok := json.Valid(raw); (err == nil) != ok {
+		ok := json.Valid(raw)
+		if (err == nil) != ok {
 			t.Fatalf("%q: the scan says %v, json.Valid %v", raw, err, ok)
+		}
+		if validDoc(raw) != ok {
+			t.Fatalf("%q: validDoc says %v, json.Valid %v", raw, !ok, ok)
 		}
 		if err != nil && visited > 0 {
 			t.Fatalf("%q: %d secrets visited in a document that is not JSON", raw, visited)
@@ -57,6 +62,26 @@ func TestValidatingScanIsJSONValid(t *testing.T) {
 				b[i] = marks[r.IntN(len(marks))]
 			}
 			check(b)
+		}
+	})
+}
+
+func BenchmarkValidDoc(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var docs []any
+	for range 50 {
+		docs = append(docs, randomDoc(r, 0))
+	}
+	raw, _ := json.Marshal(docs)
+
+	b.Run("validDoc", func(b *testing.B) {
+		for b.Loop() {
+			validDoc(raw)
+		}
+	})
+	b.Run("json.Valid", func(b *testing.B) {
+		for b.Loop() {
+			json.Valid(raw)
 		}
 	})
 }
