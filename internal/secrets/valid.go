@@ -110,7 +110,7 @@ func (m *masker) validString(i int) (int, bool) {
 					return j, false
 				}
 				for _, h := range m.src[j+1 : j+5] {
-					if _, ok := unhexDigit(h); !ok {
+					if !isHex(h) {
 						return j, false
 					}
 				}
@@ -123,16 +123,8 @@ func (m *masker) validString(i int) (int, bool) {
 	return len(m.src), false
 }
 
-func unhexDigit(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // validNumber checks the number at src[i] — -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? —
