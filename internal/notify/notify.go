@@ -62,6 +62,8 @@ type Notifier struct {
 	wake   chan struct{}
 	owner  string
 	tokens sync.Map // tokenEndpoint|clientId → cachedToken
+	// afterRecord, when set (tests), runs after each round's record.
+	afterRecord func()
 	// attempts are the NotificationAttempts counters by result, resolved
 	// once (nil without metrics).
 	attempts map[string]prometheus.Counter
@@ -218,9 +220,9 @@ const (
 // order, a round of at most batch at a time, each round recorded (and the
 // next one claimed, as long as the subscription has more and for at most
 // rounds rounds) in one statement. It reports whether to claim again at
-// once: not when it found nothing to claim, nor when the last round's record
-// found nothing left to send — notifications queued after that wake a
-// worker (the wake-up waits in n.wake until one takes it).
+// once: yes after it released a subscription, not when it found nothing to
+// claim — notifications queued after that claim wake a worker (the wake-up
+// waits in n.wake until one takes it).
 func (n *Notifier) deliverOne(ctx context.Context) bool {
 	owner := n.owner + "/" + uuid.NewString()[:8]
 	lease := time.Duration(batch+1)*n.cfg.Timeout + 10*time.Second
@@ -272,14 +274,22 @@ func (n *Notifier) deliverOne(ctx context.Context) bool {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.Timeout)
 		ds, err = n.cfg.Store.EndDelivery(rctx, sub.ID, owner, delivered, failure, more, lease)
 		cancel()
+		if n.afterRecord != nil {
+			n.afterRecord()
+		}
 		if err != nil {
 			n.log.Warn("recording deliveries", "subscriptionId", sub.ID, "err", err)
 			return true
 		}
 		if len(ds) == 0 {
-			// Released; nothing due was left unless a failure or the
-			// rounds' limit ended the lease.
-			return failure != nil || more == 0
+			// Released. The worker claims again rather than wait for a
+			// wake-up: one wake-up comes per transaction that queued
+			// notifications, however many subscriptions they are for, and
+			// one that came during this round may have gone to a worker
+			// that found this subscription still leased and went back to
+			// sleep — either way the notifications would wait for the poll.
+			// The claim finds nothing when nothing is due.
+			return true
 		}
 	}
 }
