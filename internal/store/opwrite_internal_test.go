@@ -59,8 +59,12 @@ func TestGroupColumnsAllocateByColumn(t *testing.T) {
 	})
 	// Most of it is the instance's arguments and its rendered document
 	// (instanceUpdateArgs: ~19); a text allocated each and columns grown
-	// append by append made 29.
-	if per := finishes / n; per > 24 {
-		t.Errorf("%.1f allocations per finish, want ≤ 24", per)
+	// append by append made 29. The race detector makes it 28.
+	budget := 24.0
+	if raceDetector {
+		budget = 29
+	}
+	if per := finishes / n; per > budget {
+		t.Errorf("%.1f allocations per finish, want ≤ %.0f", per, budget)
 	}
 }
