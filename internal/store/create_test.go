@@ -423,6 +423,36 @@ func TestOpenForOpReadsTheLastInstantiation(t *testing.T) {
 	}
 }
 
+// listen listens on channels over a connection of its own; heard returns
+// the notifications that arrived since, by channel (it stops once none came
+// for 300 ms).
+func listen(t *testing.T, st *store.Store, channels ...string) (heard func() map[string][]string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := st.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	for _, ch := range channels {
+		if _, err := conn.Exec(ctx, `LISTEN "`+ch+`"`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() map[string][]string {
+		got := map[string][]string{}
+		for {
+			wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			n, err := conn.Conn().WaitForNotification(wctx)
+			cancel()
+			if err != nil {
+				return got
+			}
+			got[n.Channel] = append(got[n.Channel], n.Payload)
+		}
+	}
+}
+
 func jsonEqual(a []byte, b string) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
@@ -435,28 +465,7 @@ func jsonEqual(a []byte, b string) bool {
 func TestCreateOpOccWakeUps(t *testing.T) {
 	st := open(t)
 	ctx := context.Background()
-	conn, err := st.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	for _, ch := range []string{store.ChannelOps, store.ChannelOutbox} {
-		if _, err := conn.Exec(ctx, `LISTEN "`+ch+`"`); err != nil {
-			t.Fatal(err)
-		}
-	}
-	heard := func() map[string][]string {
-		got := map[string][]string{}
-		for {
-			wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-			n, err := conn.Conn().WaitForNotification(wctx)
-			cancel()
-			if err != nil {
-				return got
-			}
-			got[n.Channel] = append(got[n.Channel], n.Payload)
-		}
-	}
+	heard := listen(t, st, store.ChannelOps, store.ChannelOutbox)
 	if _, err := st.CreateSubscription(ctx, &store.Subscription{ID: uuid.NewString(), CallbackURI: "http://127.0.0.1:1/n",
 		Filter: &lccn.Filter{OperationStates: []string{model.StateCompleted}}}); err != nil {
 		t.Fatal(err)

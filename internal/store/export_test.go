@@ -24,3 +24,23 @@ func QueuedDocReads(s *Store) int {
 // CreateFallbacks is how often CreateOpOcc, given a read, took the
 // transaction that reads under the lock.
 func (s *Store) CreateFallbacks() int64 { return s.createFallbacks.Load() }
+
+// SetCreateHook sets a hook each batch of creations' leader runs before its
+// statement, with the batch's size; an error it returns is taken for the
+// statement's. Set it while no creation runs.
+func SetCreateHook(s *Store, hook func(n int) error) {
+	s.creates.mu.Lock()
+	s.creates.hook = hook
+	s.creates.mu.Unlock()
+}
+
+// QueuedCreates is the number of creations waiting for a batch.
+func QueuedCreates(s *Store) int {
+	s.creates.mu.Lock()
+	defer s.creates.mu.Unlock()
+	return len(s.creates.queue)
+}
+
+// FailedCreateBatches is how many batches of creations failed (each of
+// their creations then ran alone).
+func FailedCreateBatches(s *Store) int64 { return s.creates.failed.Load() }

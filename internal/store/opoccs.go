@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lccn"
@@ -158,7 +157,7 @@ func (n NewOp) leaseArgs() (owner, lease *string, attempts int) {
 func (s *Store) CreateOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
 	if f := n.From; f != nil && f.withTargets && f.ID == n.VnfInstanceID &&
 		(n.IfVersion == 0 || n.IfVersion == f.Version) && (n.RequireState == "" || n.RequireState == f.InstantiationState) {
-		op, err := s.createOpAsRead(ctx, n)
+		op, err := s.createCoalesced(ctx, n)
 		if op != nil || (err != nil && !isUniqueViolation(err)) {
 			return op, err
 		}
@@ -171,16 +170,11 @@ func (s *Store) CreateOpOcc(ctx context.Context, n NewOp) (*OpOcc, error) {
 	return s.createOpOcc(ctx, n)
 }
 
-// createOpAsRead is CreateOpOcc's one statement (nil, nil: not inserted).
-func (s *Store) createOpAsRead(ctx context.Context, n NewOp) (*OpOcc, error) {
+// createOpAsRead is CreateOpOcc's one statement (nil, nil: not inserted),
+// with the outbox rows of the STARTING notification nid (its body, to the
+// subscriptions subs).
+func (s *Store) createOpAsRead(ctx context.Context, n NewOp, subs []string, nid string, body []byte) (*OpOcc, error) {
 	in := n.From.Instance
-	ev := opEventOf(&OpOcc{VnfLcmOpOcc: model.VnfLcmOpOcc{ID: n.ID, VnfInstanceID: n.VnfInstanceID, Operation: n.Operation,
-		OperationState: model.StateStarting}}, lccn.InstanceOf(&in.VnfInstance))
-	nid := uuid.NewString() // one notification id for every copy
-	subs, body, err := outboxOf(n.From.targets, ev, nid)
-	if err != nil {
-		return nil, err
-	}
 	owner, lease, attempts := n.leaseArgs()
 	args := []any{n.ID, n.VnfInstanceID, n.Operation, n.OperationParams, n.DriverParams, in.Version, owner, lease, attempts}
 	query := createOpAsRead

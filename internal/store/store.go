@@ -40,6 +40,8 @@ type Store struct {
 	prepare bool
 	// docs coalesces GET's reads of instance documents (docreads.go).
 	docs docReads
+	// creates coalesces CreateOpOcc's one-statement creations (createbatch.go).
+	creates opCreates
 	// createFallbacks counts CreateOpOcc calls given a read (NewOp.From)
 	// that took the transaction reading under the lock (for tests).
 	createFallbacks atomic.Int64
