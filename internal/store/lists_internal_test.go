@@ -69,4 +69,27 @@ func TestListsEncodeAsPgxDoes(t *testing.T) {
 	}); n > 0 {
 		t.Errorf("%.1f allocations per list pair", n)
 	}
+	// Into a buffer too small (pgx's starts at a few hundred bytes), the
+	// list grows it once, to its size: appending element by element
+	// reallocated at every doubling.
+	docs := make([]string, 40)
+	for i := range docs {
+		docs[i] = strings.Repeat("d", 1800)
+	}
+	var docsV any = docs
+	dplan := ours.PlanEncode(pgtype.TextArrayOID, pgtype.BinaryFormatCode, docs)
+	small := make([]byte, 3, 256)
+	want := 1.0
+	if raceDetector {
+		want = 2
+	}
+	if n := testing.AllocsPerRun(20, func() {
+		_, _ = dplan.Encode(docsV, small)
+	}); n > want {
+		t.Errorf("a list of %d documents into a small buffer: %.0f allocations, want %.0f", len(docs), n, want)
+	}
+	out, err := dplan.Encode(docsV, small)
+	if err != nil || len(out) != 3+20+len(docs)*(4+1800) {
+		t.Errorf("encoded %d bytes (%v), want %d", len(out), err, 3+20+len(docs)*(4+1800))
+	}
 }
