@@ -13,10 +13,10 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 )
 
-// creationGate holds the first batch of creations in its hook until
-// released, so that the creations started meanwhile queue; it records
-// every batch's size.
-type creationGate struct {
+// batchGate holds the first batch of a coalescer in its hook until
+// released, so that the calls made meanwhile queue; it records every
+// batch's size.
+type batchGate struct {
 	mu      sync.Mutex
 	sizes   []int
 	entered chan struct{}
@@ -24,26 +24,33 @@ type creationGate struct {
 	fail    func(n int) error
 }
 
-func gate(st *store.Store) *creationGate {
-	g := &creationGate{entered: make(chan struct{}), release: make(chan struct{})}
-	store.SetCreateHook(st, func(n int) error {
-		g.mu.Lock()
-		g.sizes = append(g.sizes, n)
-		first := len(g.sizes) == 1
-		g.mu.Unlock()
-		if first {
-			close(g.entered)
-			<-g.release
-		}
-		if g.fail != nil {
-			return g.fail(n)
-		}
-		return nil
-	})
+func newGate() *batchGate {
+	return &batchGate{entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+// gate holds st's creations.
+func gate(st *store.Store) *batchGate {
+	g := newGate()
+	store.SetCreateHook(st, g.hook)
 	return g
 }
 
-func (g *creationGate) batches() []int {
+func (g *batchGate) hook(n int) error {
+	g.mu.Lock()
+	g.sizes = append(g.sizes, n)
+	first := len(g.sizes) == 1
+	g.mu.Unlock()
+	if first {
+		close(g.entered)
+		<-g.release
+	}
+	if g.fail != nil {
+		return g.fail(n)
+	}
+	return nil
+}
+
+func (g *batchGate) batches() []int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return append([]int(nil), g.sizes...)
@@ -82,13 +89,19 @@ func answer(t *testing.T, ch chan created) created {
 // waitQueued waits (bounded) until n creations wait for a batch.
 func waitQueued(t *testing.T, st *store.Store, n int) {
 	t.Helper()
+	waitFor(t, func() int { return store.QueuedCreates(st) }, n)
+}
+
+// waitFor waits (bounded) until queued says n calls wait for a batch.
+func waitFor(t *testing.T, queued func() int, n int) {
+	t.Helper()
 	for range 2000 {
-		if store.QueuedCreates(st) == n {
+		if queued() == n {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("%d creations queued, want %d", store.QueuedCreates(st), n)
+	t.Fatalf("%d calls queued, want %d", queued(), n)
 }
 
 // Creations that arrive while one runs go together in the next statement,

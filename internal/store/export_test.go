@@ -35,12 +35,19 @@ func SetCreateHook(s *Store, hook func(n int) error) {
 }
 
 // QueuedCreates is the number of creations waiting for a batch.
-func QueuedCreates(s *Store) int {
-	s.creates.mu.Lock()
-	defer s.creates.mu.Unlock()
-	return len(s.creates.queue)
-}
+func QueuedCreates(s *Store) int { return s.creates.queued() }
 
 // FailedCreateBatches is how many batches of creations failed (each of
 // their creations then ran alone).
 func FailedCreateBatches(s *Store) int64 { return s.creates.failed.Load() }
+
+// SetReadHook sets a hook each batch of OpenForOp's reads' leader runs
+// before its round trip, with the batch's size. Set it while no read runs.
+func SetReadHook(s *Store, hook func(n int)) {
+	s.reads.mu.Lock()
+	s.reads.hook = hook
+	s.reads.mu.Unlock()
+}
+
+// QueuedReads is the number of OpenForOp's reads waiting for a batch.
+func QueuedReads(s *Store) int { return s.reads.queued() }

@@ -52,19 +52,26 @@ func scanInstanceOpen(row pgx.Row, open Opener) (*Instance, [][]byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := openDocs(in, docs, open); err != nil {
+		return nil, nil, err
+	}
+	return in, docs, nil
+}
+
+// openDocs opens (with open, when given) and decodes the jsonb attributes
+// docs of in, as scanned by scanInstanceRaw; docs keeps them opened.
+func openDocs(in *Instance, docs [][]byte, open Opener) error {
 	if open != nil {
 		for i, raw := range docs {
 			if secrets.HasSealed(raw) {
+				var err error
 				if docs[i], err = open(raw, InstancePlace(in.ID).Key(docNames[i])); err != nil {
-					return nil, nil, fmt.Errorf("cannot decrypt VNF instance %s: %w", in.ID, err)
+					return fmt.Errorf("cannot decrypt VNF instance %s: %w", in.ID, err)
 				}
 			}
 		}
 	}
-	if err := decodeDocs(&in.VnfInstance, docs); err != nil {
-		return nil, nil, err
-	}
-	return in, docs, nil
+	return decodeDocs(&in.VnfInstance, docs)
 }
 
 // scanInstanceHead is scanInstance without decoding the jsonb attributes,

@@ -129,7 +129,7 @@ type NewOp struct {
 // completed instantiation left (InstancePackage.Instantiation), which an
 // operation after it starts from.
 func (s *Store) OpenForOp(ctx context.Context, id string, open Opener, instantiation bool) (*InstancePackage, error) {
-	return s.openInstanceAndPackage(ctx, id, open, true, instantiation)
+	return s.openForOp(ctx, id, open, instantiation)
 }
 
 // leaseArgs are the lease columns of a new op: owner, interval, attempts.

@@ -42,6 +42,8 @@ type Store struct {
 	docs docReads
 	// creates coalesces CreateOpOcc's one-statement creations (createbatch.go).
 	creates opCreates
+	// reads coalesces OpenForOp's reads (openbatch.go).
+	reads opReads
 	// createFallbacks counts CreateOpOcc calls given a read (NewOp.From)
 	// that took the transaction reading under the lock (for tests).
 	createFallbacks atomic.Int64
@@ -75,7 +77,8 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 		log = slog.Default()
 	}
 	return &Store{pool: pool, log: log, prepare: cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement,
-		docs: docReads{k: docReadsInFlight, max: docReadBatch}}, nil
+		docs: docReads{k: docReadsInFlight, max: docReadBatch}, creates: newOpCreates(),
+		reads: opReads{coalescer: coalescer[pendingRead]{max: maxReadBatch}}}, nil
 }
 
 // Close closes the pool.

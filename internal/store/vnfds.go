@@ -209,19 +209,16 @@ const selectInstancePackageAndInstantiation = `SELECT i.*, p.id::text, p.onboard
 // reads every subscription in the same round trip (InstancePackage.targets).
 func (s *Store) openInstanceAndPackage(ctx context.Context, id string, open Opener, subscriptions, instantiation bool) (*InstancePackage, error) {
 	var (
-		pkgID, onb, op, xmin, instOp *string
-		instParams                   []byte
-		in                           *Instance
-		docs                         [][]byte
-		targets                      []target
-		err                          error
+		r       instanceRow
+		targets []target
+		err     error
 	)
-	query, extra := selectInstanceAndPackage, []any{&pkgID, &onb, &op, &xmin}
+	query, extra := selectInstanceAndPackage, r.extra(false)
 	if instantiation {
-		query, extra = selectInstancePackageAndInstantiation, append(extra, &instOp, &instParams)
+		query, extra = selectInstancePackageAndInstantiation, r.extra(true)
 	}
 	scan := func(row pgx.Row) error {
-		in, docs, err = scanInstanceOpen(extraRow{row, extra}, open)
+		r.in, r.docs, err = scanInstanceRaw(extraRow{row, extra})
 		return err
 	}
 	if !subscriptions {
@@ -235,16 +232,43 @@ func (s *Store) openInstanceAndPackage(ctx context.Context, id string, open Open
 	if err != nil {
 		return nil, err
 	}
-	r := &InstancePackage{Instance: in, Docs: docs, targets: targets, withTargets: subscriptions}
-	if instOp != nil {
-		r.Instantiation = &Instantiation{OpID: *instOp, DriverParams: instParams}
+	return s.instancePackage(ctx, &r, open, targets, subscriptions)
+}
+
+// instanceRow is a row of selectInstanceAndPackage (or of
+// selectInstancePackageAndInstantiation), not yet opened.
+type instanceRow struct {
+	in                           *Instance
+	docs                         [][]byte
+	pkgID, onb, op, xmin, instOp *string
+	instParams                   []byte
+}
+
+// extra are the destinations of the row's columns after the instance's.
+func (r *instanceRow) extra(instantiation bool) []any {
+	extra := []any{&r.pkgID, &r.onb, &r.op, &r.xmin}
+	if instantiation {
+		extra = append(extra, &r.instOp, &r.instParams)
 	}
-	if pkgID == nil {
+	return extra
+}
+
+// instancePackage opens and decodes a row read by openInstanceAndPackage.
+func (s *Store) instancePackage(ctx context.Context, row *instanceRow, open Opener, targets []target, withTargets bool) (*InstancePackage, error) {
+	if err := openDocs(row.in, row.docs, open); err != nil {
+		return nil, err
+	}
+	r := &InstancePackage{Instance: row.in, Docs: row.docs, targets: targets, withTargets: withTargets}
+	if row.instOp != nil {
+		r.Instantiation = &Instantiation{OpID: *row.instOp, DriverParams: row.instParams}
+	}
+	if row.pkgID == nil {
 		return r, nil
 	}
-	p := &model.Package{ID: *pkgID, OnboardingState: deref(onb), OperationalState: deref(op)}
-	v, ok, _ := s.vnfds.decode(p.ID, deref(xmin), nil)
+	p := &model.Package{ID: *row.pkgID, OnboardingState: deref(row.onb), OperationalState: deref(row.op)}
+	v, ok, _ := s.vnfds.decode(p.ID, deref(row.xmin), nil)
 	if !ok {
+		var err error
 		v, err = s.packageVnfd(ctx, p.ID)
 		if errors.Is(err, ErrNotFound) { // deleted since
 			return r, nil
