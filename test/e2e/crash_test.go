@@ -83,7 +83,7 @@ func (e *osEnv) drill(k int, inst, task string, body any) bool {
 func (e *osEnv) check(label string, inst string, workers int) {
 	e.t.Helper()
 	if n := e.liveStacks(); n != 1 {
-		e.t.Fatalf("%s: %d stacks, want 1 (orphaned or missing stack)", label, n)
+		e.t.Fatalf("%s: %d stacks, want 1 (orphaned or missing stack)%s", label, n, e.describeStacks())
 	}
 	_, vs := e.vnfcs(inst)
 	servers := e.servers()

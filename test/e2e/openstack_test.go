@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -412,6 +413,26 @@ func (e *osEnv) liveStacks() int {
 	return doc.Counts["stacks"]
 }
 
+// describeStacks names real Heat's live stacks, for a failure's message
+// ("" with the simulator alone, which only counts them).
+func (e *osEnv) describeStacks() string {
+	e.t.Helper()
+	if e.world == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sts, err := e.world.Stacks(ctx, e.tenant)
+	if err != nil {
+		return fmt.Sprintf(" (listing them: %v)", err)
+	}
+	var b strings.Builder
+	for _, st := range sts {
+		fmt.Fprintf(&b, "; %s %s %s %q", st.Name, st.ID, st.Status, st.Reason)
+	}
+	return b.String()
+}
+
 func (e *osEnv) servers() map[string]ossim.ServerInfo {
 	out := map[string]ossim.ServerInfo{}
 	for _, s := range e.sim.Servers() {
@@ -574,7 +595,7 @@ func testOpenStackRollbackAndKill9(t *testing.T, realHeat bool) {
 	e.vnfm = harness.Start(t, roleOpenStack, e.db, e.key, e.vnfmEnv()...)
 	e.waitOp(opID, "COMPLETED")
 	if n := e.liveStacks(); n != 1 {
-		t.Errorf("%d top-level stacks after the resume", n)
+		t.Errorf("%d top-level stacks after the resume%s", n, e.describeStacks())
 	}
 	conn, err := pgx.Connect(context.Background(), e.db)
 	if err != nil {
