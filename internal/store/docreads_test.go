@@ -413,7 +413,8 @@ func TestDocReadsConcurrent(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Errorf("%d goroutines 30 s after the reads, %d before", runtime.NumGoroutine(), before)
+	buf := make([]byte, 256<<10)
+	t.Errorf("%d goroutines 30 s after the reads, %d before; all of them:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 }
 
 // A panic in a batch's read answers its other readers with an error and
