@@ -94,7 +94,7 @@ func (s *Store) runCreates(batch []*member[pendingCreate]) {
 	}
 	if len(batch) == 1 {
 		p := &batch[0].v
-		ctx, cancel := context.WithTimeout(context.Background(), createBatchTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 		defer cancel()
 		p.op, p.err = s.createOpAsRead(ctx, p.n, p.subs, p.nid, p.body)
 		return
@@ -109,9 +109,9 @@ func (s *Store) runCreates(batch []*member[pendingCreate]) {
 	}
 }
 
-// createBatchTimeout bounds a batch's statement, which runs for all its
-// callers and on none's context.
-const createBatchTimeout = 30 * time.Second
+// batchTimeout bounds a batch's round trip (creations, reads), which runs
+// for all its callers and on none's context.
+const batchTimeout = 30 * time.Second
 
 // createBatch creates the ops of batch in one statement; a creation not
 // inserted keeps a nil op.
@@ -151,7 +151,7 @@ func (s *Store) createBatch(batch []*member[pendingCreate]) error {
 		query = createOps
 		args = append(args, oOps, oNids, oSubs, oBodies, ChannelOps, ChannelOutbox)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), createBatchTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
 	// On the statement's generic plan (queryGeneric): left to choose,
 	// PostgreSQL planned it again at every call (70 µs under the engine

@@ -76,7 +76,7 @@ func (s *Store) runReads(batch []*member[pendingRead]) {
 		queueInstances(&b, batch)
 	}
 	queueTargets(&b, &targets)
-	ctx, cancel := context.WithTimeout(context.Background(), createBatchTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
 	err := s.pool.SendBatch(ctx, &b).Close()
 	for _, m := range batch {
