@@ -17,6 +17,8 @@ type coalescer[T any] struct {
 	// key, when set, keeps calls with the same key out of one batch (a
 	// later one waits for a later batch).
 	key func(*T) string
+	// abort answers a call of a batch whose run panicked (with an error).
+	abort func(*T)
 }
 
 // member is one call in a coalescer.
@@ -43,16 +45,32 @@ func (c *coalescer[T]) join(v T, run func(batch []*member[T])) *T {
 		c.mu.Unlock()
 	}
 	if m.batch != nil {
-		run(m.batch)
+		c.lead(m.batch, run)
+	}
+	return &m.v
+}
+
+// lead runs batch and hands the turn on. Should run panic, the batch's
+// calls are answered (abort) and the turn handed on all the same — later
+// calls are not left waiting — before the panic goes on in the leader.
+func (c *coalescer[T]) lead(batch []*member[T], run func(batch []*member[T])) {
+	ran := false
+	defer func() {
+		if !ran {
+			for _, o := range batch {
+				c.abort(&o.v)
+			}
+		}
 		next := c.handOn()
-		for _, o := range m.batch[1:] {
+		for _, o := range batch[1:] {
 			o.wake <- struct{}{}
 		}
 		if next != nil {
 			next.wake <- struct{}{}
 		}
-	}
-	return &m.v
+	}()
+	run(batch)
+	ran = true
 }
 
 // handOn ends a batch: the oldest queued calls make the next one, whose

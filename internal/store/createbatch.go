@@ -45,7 +45,8 @@ const maxCreateBatch = 64
 
 func newOpCreates() opCreates {
 	return opCreates{coalescer: coalescer[pendingCreate]{max: maxCreateBatch,
-		key: func(p *pendingCreate) string { return p.n.VnfInstanceID }}}
+		key:   func(p *pendingCreate) string { return p.n.VnfInstanceID },
+		abort: func(p *pendingCreate) { p.op, p.err = nil, errBatchPanicked }}}
 }
 
 // pendingCreate is one caller's creation and, once its batch ran, its answer.

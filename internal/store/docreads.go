@@ -232,7 +232,9 @@ func (s *Store) runDocBatch(ctx context.Context, b *docBatch) {
 	err = s.queryDocBatch(b)
 }
 
-var errBatchPanicked = errors.New("store: reading instance documents failed (a panic, logged by the request that ran the read)")
+// errBatchPanicked answers the calls of a coalesced batch (documents read,
+// operations read or created) whose run panicked.
+var errBatchPanicked = errors.New("store: the batch this request shared with others failed (a panic, logged by the request that ran it)")
 
 // answer writes one row into the reads of b that asked for it.
 func (b *docBatch) answer(id uuid.UUID, state []byte, version int64, updated time.Time, doc []byte, current bool) {

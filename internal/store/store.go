@@ -78,7 +78,8 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 	}
 	return &Store{pool: pool, log: log, prepare: cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement,
 		docs: docReads{k: docReadsInFlight, max: docReadBatch}, creates: newOpCreates(),
-		reads: opReads{coalescer: coalescer[pendingRead]{max: maxReadBatch}}}, nil
+		reads: opReads{coalescer: coalescer[pendingRead]{max: maxReadBatch,
+			abort: func(r *pendingRead) { r.row, r.err = nil, errBatchPanicked }}}}, nil
 }
 
 // Close closes the pool.
