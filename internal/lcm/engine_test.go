@@ -27,6 +27,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/reqerr"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/store/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -48,13 +49,8 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	key, _ := secrets.ParseKey(secrets.NewKey())
-	box, _ := secrets.NewBox(key)
+	st := storetest.Open(t)
+	box := storetest.NewBox(t)
 	w := &world{t: t, st: st, infra: &lcmtest.Infra{}, mgmt: &lcmtest.Mgmt{}}
 	w.cfg = lcm.Config{Store: st, Box: box, Mgmt: lcmtest.Registry(w.mgmt), Infra: lcmtest.Resolver(w.infra),
 		Logger: slog.New(slog.DiscardHandler)}

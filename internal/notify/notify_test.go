@@ -24,8 +24,8 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/notify"
 	"github.com/mini-vnfm/mini-vnfm/internal/outbound/outboundtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
-	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/store/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -88,16 +88,11 @@ type world struct {
 func setup(t *testing.T) *world {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := store.Open(ctx, pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := storetest.Open(t)
 	if err := st.PutPackage(ctx, lcmtest.SamplePackage()); err != nil {
 		t.Fatal(err)
 	}
-	key, _ := secrets.ParseKey(secrets.NewKey())
-	box, _ := secrets.NewBox(key)
+	box := storetest.NewBox(t)
 	log := slog.New(slog.DiscardHandler)
 	cfg := lcm.Config{Store: st, Box: box, Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Infra: lcmtest.Resolver(&lcmtest.Infra{}), Logger: log}
 	eng := lcm.NewEngine(lcm.EngineConfig{Config: cfg, Workers: 2, Lease: 5 * time.Second, Poll: 100 * time.Millisecond})

@@ -15,9 +15,8 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/outbound/outboundtest"
-	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
-	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/store/storetest"
 )
 
 // wakeWorld is a notifier with one worker and a minute's poll, so that a
@@ -32,13 +31,8 @@ type wakeWorld struct {
 func newWakeWorld(t *testing.T) (*wakeWorld, context.Context) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := store.Open(ctx, pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	key, _ := secrets.ParseKey(secrets.NewKey())
-	box, _ := secrets.NewBox(key)
+	st := storetest.Open(t)
+	box := storetest.NewBox(t)
 	n := New(Config{Store: st, Box: box, BaseURL: "http://vnfm.example", Logger: slog.New(slog.DiscardHandler),
 		Workers: 1, Poll: time.Minute, Timeout: 2 * time.Second, Outbound: outboundtest.Policy(0)})
 	t.Cleanup(cancel)

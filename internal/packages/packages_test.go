@@ -20,8 +20,8 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/outbound/outboundtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
-	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/store/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -52,13 +52,8 @@ func newService(t *testing.T, dir string, parse ParseFunc) (*Service, *store.Sto
 
 func newServiceWith(t *testing.T, c Config) (*Service, *store.Store) {
 	t.Helper()
-	st, err := store.Open(context.Background(), pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	key, _ := secrets.ParseKey(secrets.NewKey())
-	box, _ := secrets.NewBox(key)
+	st := storetest.Open(t)
+	box := storetest.NewBox(t)
 	c.Store, c.Box, c.Logger = st, box, slog.New(slog.DiscardHandler)
 	s := New(c)
 	t.Cleanup(s.Wait)

@@ -21,8 +21,8 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/packages"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/reqerr"
-	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/store/storetest"
 	"github.com/mini-vnfm/mini-vnfm/internal/vnfpkg/vnfpkgtest"
 )
 
@@ -47,13 +47,8 @@ func TestCNFOnKubernetesVIM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	key, _ := secrets.ParseKey(secrets.NewKey())
-	box, _ := secrets.NewBox(key)
+	st := storetest.Open(t)
+	box := storetest.NewBox(t)
 	log := slog.New(slog.DiscardHandler)
 	policy := &outbound.Policy{AllowLoopback: true}
 	cfg := lcm.Config{Store: st, Box: box, Mgmt: DefaultMgmt(MgmtOptions{Pins: st.HostKeyPins()}), Infra: NewInfraResolver(nil, nil, nil), Logger: log, Outbound: policy}
