@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -203,6 +205,23 @@ func (b *bench) fillCommitted(samples []opSample) error {
 	return nil
 }
 
+// spanOf is one burst's wall time: its first send to its last notification.
+func spanOf(ss []opSample) time.Duration {
+	if len(ss) == 0 {
+		return 0
+	}
+	first, last := ss[0].sent, ss[0].notif
+	for _, s := range ss[1:] {
+		if s.sent.Before(first) {
+			first = s.sent
+		}
+		if s.notif.After(last) {
+			last = s.notif
+		}
+	}
+	return last.Sub(first)
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // engine measures POST → COMPLETED latency of bursts of parallel
@@ -241,7 +260,14 @@ func (b *bench) engine() error {
 		return samples, errors.Join(errs...)
 	}
 	var inst, term []opSample
+	var burstMeter *cpuMeter
+	var burstWall time.Duration
+	waitBurstProfile := func() {}
 	for r := -1; r < b.o.rounds; r++ { // round -1 warms up connections and caches
+		if r == 0 {
+			burstMeter = startCPU(b.vnfmPID, b.pgPID)
+			waitBurstProfile = b.profile("engine-burst-cpu", time.Duration(b.o.rounds)*150*time.Millisecond)
+		}
 		s, err := burst("instantiate", instantiateBody)
 		if err != nil {
 			return err
@@ -252,10 +278,18 @@ func (b *bench) engine() error {
 		}
 		if r >= 0 {
 			inst, term = append(inst, s...), append(term, t...)
+			burstWall += spanOf(s)
 		}
 	}
+	burstCPU := burstMeter.stop()
+	waitBurstProfile()
 	if err := b.fillCommitted(inst); err != nil {
 		return err
+	}
+	if len(inst) >= len(ids) {
+		if err := b.writeTimeline(inst[len(inst)-len(ids):]); err != nil {
+			logf("burst timeline: %v", err)
+		}
 	}
 	wait, runs, err := b.breakdown(inst)
 	if err != nil {
@@ -291,6 +325,13 @@ func (b *bench) engine() error {
 	b.res.add(Figure{ID: "engine.instantiate.run", Group: "engine", Unit: "ms",
 		Title: "  of which running (first step → COMPLETED written)", Dist: distOf(runs),
 		Note: "3 journaled steps (2 management hooks, infra with 3 nodes), zero-latency drivers"})
+	if nOps := float64(len(inst) + len(term)); nOps > 0 {
+		b.res.add(Figure{ID: "engine.burst.cpu_per_op", Group: "engine", Unit: "ms",
+			Title: "  CPU per operation in the bursts (VNFM + PostgreSQL + bench clients)",
+			Value: ptr((ms(burstCPU.VNFM) + ms(burstCPU.PG) + ms(burstCPU.Bench)) / nOps),
+			Note: fmt.Sprintf("%s; per operation: VNFM %.2f, PostgreSQL %.2f, bench clients %.2f ms; an instantiate burst's first send → last notification: %.1f ms on average",
+				burstCPU, ms(burstCPU.VNFM)/nOps, ms(burstCPU.PG)/nOps, ms(burstCPU.Bench)/nOps, ms(burstWall)/float64(b.o.rounds))})
+	}
 	b.res.add(Figure{ID: "engine.terminate.notified", Group: "engine", Unit: "ms",
 		Title: fmt.Sprintf("terminate POST → COMPLETED notification, %d in parallel", n),
 		Dist:  distOf(lat(term, func(s opSample) time.Duration { return s.notif.Sub(s.sent) }))})
@@ -402,4 +443,67 @@ func (b *bench) breakdown(samples []opSample) (wait, runs []float64, err error) 
 		runs = append(runs, ms(done.Sub(first)))
 	}
 	return wait, runs, rows.Err()
+}
+
+// writeTimeline writes, for each op of one instantiate burst, when it was
+// sent, accepted, created, each journal entry began and ended, and when its
+// COMPLETED row was written and notified, in ms from the burst's first send —
+// the picture of how the operations move through the group commit together.
+func (b *bench) writeTimeline(burst []opSample) error {
+	if len(burst) == 0 {
+		return nil
+	}
+	t0 := burst[0].sent
+	ids := make([]string, len(burst))
+	for i, s := range burst {
+		ids[i] = s.id
+		if s.sent.Before(t0) {
+			t0 = s.sent
+		}
+	}
+	rows, err := b.pool.Query(b.ctx, `SELECT o.id::text, o.start_time, j.step, j.node, j.start_time, j.end_time
+		FROM vnf_lcm_op_occs o JOIN op_journal j ON j.op_occ_id = o.id
+		WHERE o.id = ANY($1::uuid[]) AND j.phase = 'run' ORDER BY o.id, j.start_time, j.step, j.node`, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	off := func(t *time.Time) string {
+		if t == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f", ms(t.Sub(t0)))
+	}
+	created := map[string]time.Time{}
+	entries := map[string][]string{}
+	for rows.Next() {
+		var id, step, node string
+		var c time.Time
+		var st, en *time.Time
+		if err := rows.Scan(&id, &c, &step, &node, &st, &en); err != nil {
+			return err
+		}
+		created[id] = c
+		name := step
+		if node != "" {
+			name += "/" + node
+		}
+		entries[id] = append(entries[id], fmt.Sprintf("  %-34s %8s %8s", name, off(st), off(en)))
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	order := append([]opSample(nil), burst...)
+	sort.Slice(order, func(i, j int) bool { return order[i].committed.Before(order[j].committed) })
+	var w strings.Builder
+	fmt.Fprintf(&w, "One instantiate burst of %d operations, ms from its first send (in the order they completed).\n", len(burst))
+	fmt.Fprintf(&w, "Journal entries: begin and end (node entries are written done; the engine's and the database's clocks are the same machine's).\n")
+	for _, s := range order {
+		c := created[s.id]
+		fmt.Fprintf(&w, "\nop %s  sent %.2f  202 %.2f  created %s  COMPLETED written %.2f  notified %.2f\n",
+			s.id, ms(s.sent.Sub(t0)), ms(s.accepted.Sub(t0)), off(&c), ms(s.committed.Sub(t0)), ms(s.notif.Sub(t0)))
+		w.WriteString(strings.Join(entries[s.id], "\n"))
+		w.WriteString("\n")
+	}
+	return os.WriteFile(b.prefix+"-burst-timeline.txt", []byte(w.String()), 0o644)
 }
