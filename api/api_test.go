@@ -28,6 +28,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/store/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -72,18 +73,13 @@ func newEnv(t *testing.T, pageSize int, withEngine bool) *env {
 func newEnvWith(t *testing.T, pageSize int, withEngine bool, adjust func(*api.Config)) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := storetest.Open(t)
 	if err := st.PutPackage(ctx, lcmtest.SamplePackage()); err != nil {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	key, _ := secrets.ParseKey(secrets.NewKey())
-	box, _ := secrets.NewBox(key)
+	box := storetest.NewBox(t)
 	cfg := lcm.Config{Store: st, Box: box, Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Infra: lcmtest.Resolver(&lcmtest.Infra{}), Logger: log,
 		Outbound: outboundtest.Policy(0)}
 	svc := lcm.NewService(cfg)

@@ -34,6 +34,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/server"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/store/storetest"
 )
 
 // Ways a request can carry credentials.
@@ -88,11 +89,7 @@ type authEnv struct {
 func newAuthEnv(t *testing.T, tune func(*auth.Settings)) *authEnv {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := storetest.Open(t)
 	if err := st.PutPackage(ctx, lcmtest.SamplePackage()); err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +141,7 @@ func newAuthEnv(t *testing.T, tune func(*auth.Settings)) *authEnv {
 
 	// One OAuth client with every scope; access tokens narrowed to each scope.
 	e.clientID = "nfvo-" + randHex(3)
+	var err error
 	if e.secret, err = auth.RegisterClient(ctx, st, e.clientID, "*", "test NFVO"); err != nil {
 		t.Fatal(err)
 	}
@@ -161,8 +159,7 @@ func newAuthAPI(t *testing.T, st *store.Store, s auth.Settings, got func(*auth.A
 	ctx := context.Background()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	key, _ := secrets.ParseKey(secrets.NewKey())
-	box, _ := secrets.NewBox(key)
+	box := storetest.NewBox(t)
 	svc := lcm.NewService(lcm.Config{Store: st, Box: box, Mgmt: lcmtest.Registry(&lcmtest.Mgmt{}), Infra: lcmtest.Resolver(&lcmtest.Infra{}), Logger: log})
 	pk := packages.New(packages.Config{Store: st, Box: box, Parse: stubParse, Logger: log, MaxBytes: 1 << 20, Lease: 2 * time.Second,
 		Outbound: outboundtest.Policy(0)})
@@ -520,11 +517,7 @@ func TestAuthHealthOpenMetricsScoped(t *testing.T) {
 }
 
 func TestAuthOffServesEveryone(t *testing.T) {
-	st, err := store.Open(context.Background(), pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := storetest.Open(t)
 	e := newAuthAPI(t, st, auth.Settings{Mode: "off"}, func(a *auth.Authenticator) {
 		if a != nil {
 			t.Fatal("VNFM_AUTH=off built an Authenticator")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/store/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -32,11 +33,7 @@ func pipeStdin(t *testing.T, text string) *os.File {
 
 func TestCommands(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := storetest.Open(t)
 	var stdout, stderr bytes.Buffer
 	opened := 0
 	run := func(args ...string) error {
@@ -118,11 +115,7 @@ func TestCommands(t *testing.T) {
 
 func TestIssueTokenLogsNoSecret(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := storetest.Open(t)
 	secret, err := RegisterClient(ctx, st, "c1", "vnfpkgm:read", "")
 	if err != nil {
 		t.Fatal(err)

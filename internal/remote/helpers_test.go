@@ -15,6 +15,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/remote"
 	"github.com/mini-vnfm/mini-vnfm/internal/remote/remotetest"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/store/storetest"
 )
 
 // The host key tests pin into a real PostgreSQL (internal/pgtest).
@@ -65,11 +66,7 @@ func dial(t *testing.T, tg remote.Target) *remote.Client {
 
 func openStore(t *testing.T) *store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := storetest.Open(t)
 	return st
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/reqerr"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/internal/store/storetest"
 	"github.com/mini-vnfm/mini-vnfm/internal/vim/vimtest"
 )
 
@@ -37,11 +38,7 @@ type vimWorld struct {
 
 func newVimWorld(t *testing.T, keys ...[]byte) *vimWorld {
 	t.Helper()
-	st, err := store.Open(context.Background(), pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := storetest.Open(t)
 	w := &vimWorld{t: t, st: st, ks: vimtest.NewKeystone(t, "nfv_user", "devstack", "nfv"), k8s: vimtest.NewKubernetes(t, "tok123")}
 	w.svc = w.service(keys...)
 	return w
