@@ -9,6 +9,11 @@ import "sync"
 // from the queue before its leader runs it, so it answers only calls made
 // before it started: what it reads or writes is never older than a call.
 // No goroutine runs between batches, and there is no timer.
+//
+// GET's document reads keep a queue of their own (docreads.go): a GET
+// leaves when its client goes away, where a call here is answered like a
+// statement sent (creations must learn whether they were written), and
+// their reads are pooled, which the GET path's allocations show.
 type coalescer[T any] struct {
 	mu    sync.Mutex
 	busy  bool         // a batch is running
