@@ -467,10 +467,16 @@ type Stack struct {
 	Name   string `json:"stack_name"`
 	Status string `json:"stack_status"`
 	Reason string `json:"stack_status_reason"`
+	Links  []struct {
+		Href string `json:"href"`
+		Rel  string `json:"rel"`
+	} `json:"links"`
 }
 
-// Stacks lists tenant tn's top-level stacks that are not deleted, as the
-// tenant sees them in Heat.
+// Stacks lists tenant tn's top-level stacks that are not deleted. Heat
+// lists every project's stacks to a user with the admin role, which every
+// tenant's user has here, so the list is narrowed to the stacks whose own
+// link is under tn's project (/v1/<project id>/stacks/…).
 func (w *World) Stacks(ctx context.Context, tn Tenant) ([]Stack, error) {
 	k := newKeystoneClient(w.AuthURL, tn.User, tn.Password, tn.Project)
 	tok, err := k.token(ctx)
@@ -485,9 +491,19 @@ func (w *World) Stacks(ctx context.Context, tn Tenant) ([]Stack, error) {
 	}
 	var live []Stack
 	for _, s := range out.Stacks {
-		if s.Status != "DELETE_COMPLETE" {
+		if s.Status != "DELETE_COMPLETE" && s.inProject(tn.ProjectID) {
 			live = append(live, s)
 		}
 	}
 	return live, nil
+}
+
+// inProject tells whether the stack's self link is under project's path.
+func (s Stack) inProject(project string) bool {
+	for _, l := range s.Links {
+		if l.Rel == "self" {
+			return strings.Contains(l.Href, "/v1/"+project+"/stacks/")
+		}
+	}
+	return false
 }

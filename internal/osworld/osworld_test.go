@@ -79,6 +79,14 @@ func TestRealHeatServerStack(t *testing.T) {
 	if len(servers) != 1 || servers[0].Name != "vm1" || servers[0].Status != "ACTIVE" {
 		t.Fatalf("servers in the simulator: %+v", servers)
 	}
+	// The tenant lists its stack; another tenant's user (admin role too,
+	// to whom Heat lists every project's stacks) does not see it as its own.
+	if sts, err := w.Stacks(ctx, tn); err != nil || len(sts) != 1 || sts[0].ID != st.ID || sts[0].Name != "s1" {
+		t.Errorf("the tenant's stacks: %+v %v", sts, err)
+	}
+	if sts, err := w.Stacks(ctx, w.Tenant(t)); err != nil || len(sts) != 0 {
+		t.Errorf("another tenant's stacks: %+v %v", sts, err)
+	}
 	if err := stacks.Delete(ctx, heat, "s1", st.ID).ExtractErr(); err != nil {
 		t.Fatal(err)
 	}
