@@ -281,7 +281,10 @@ func (b *bench) engine() error {
 			burstWall += spanOf(s)
 		}
 	}
-	burstCPU := burstMeter.stop()
+	var burstCPU cpuUse
+	if burstMeter != nil { // nil with -rounds 0: the warm-up round only
+		burstCPU = burstMeter.stop()
+	}
 	waitBurstProfile()
 	if err := b.fillCommitted(inst); err != nil {
 		return err
