@@ -66,8 +66,8 @@ func (s *Store) runReads(batch []*member[pendingRead]) {
 			query = selectInstancePackageAndInstantiation
 		}
 		b.Queue(query, p.id).QueryRow(func(row pgx.Row) error {
-			var err error
-			if r.in, r.docs, err = scanInstanceRaw(extraRow{row, r.extra(p.instantiation)}); err == nil {
+			err := r.scan(row, p.instantiation)
+			if err == nil {
 				p.row = &r
 			}
 			return err
@@ -101,8 +101,7 @@ func queueInstances(b *pgx.Batch, batch []*member[pendingRead]) {
 	b.Queue(selectInstancesPackagesAndInstantiations, ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var r instanceRow
-			var err error
-			if r.in, r.docs, err = scanInstanceRaw(extraRow{rows, r.extra(true)}); err != nil {
+			if err := r.scan(rows, true); err != nil {
 				return err
 			}
 			for i, p := range byID[r.in.ID] {

@@ -184,7 +184,11 @@ type Instantiation struct {
 // OpenInstanceAndPackage is InstanceAndPackage that, with open, returns the
 // instance with its sealed values opened (see scanInstanceOpen).
 func (s *Store) OpenInstanceAndPackage(ctx context.Context, id string, open Opener) (*InstancePackage, error) {
-	return s.openInstanceAndPackage(ctx, id, open, false, false)
+	var r instanceRow
+	if err := r.scan(s.pool.QueryRow(ctx, selectInstanceAndPackage, id), false); err != nil {
+		return nil, err
+	}
+	return s.instancePackage(ctx, &r, open, nil, false)
 }
 
 // selectInstanceAndPackage reads an instance and its package's id, states and xmin.
@@ -205,36 +209,6 @@ const selectInstancePackageAndInstantiation = `SELECT i.*, p.id::text, p.onboard
 			WHERE vnf_instance_id=$1 AND operation='INSTANTIATE' AND stage='COMPLETED'
 			ORDER BY seq DESC LIMIT 1) d ON true`
 
-// openInstanceAndPackage is OpenInstanceAndPackage that, with subscriptions,
-// reads every subscription in the same round trip (InstancePackage.targets).
-func (s *Store) openInstanceAndPackage(ctx context.Context, id string, open Opener, subscriptions, instantiation bool) (*InstancePackage, error) {
-	var (
-		r       instanceRow
-		targets []target
-		err     error
-	)
-	query, extra := selectInstanceAndPackage, r.extra(false)
-	if instantiation {
-		query, extra = selectInstancePackageAndInstantiation, r.extra(true)
-	}
-	scan := func(row pgx.Row) error {
-		r.in, r.docs, err = scanInstanceRaw(extraRow{row, extra})
-		return err
-	}
-	if !subscriptions {
-		err = scan(s.pool.QueryRow(ctx, query, id))
-	} else {
-		var b pgx.Batch
-		b.Queue(query, id).QueryRow(scan)
-		queueTargets(&b, &targets)
-		err = s.pool.SendBatch(ctx, &b).Close()
-	}
-	if err != nil {
-		return nil, err
-	}
-	return s.instancePackage(ctx, &r, open, targets, subscriptions)
-}
-
 // instanceRow is a row of selectInstanceAndPackage (or of
 // selectInstancePackageAndInstantiation), not yet opened.
 type instanceRow struct {
@@ -244,16 +218,19 @@ type instanceRow struct {
 	instParams                   []byte
 }
 
-// extra are the destinations of the row's columns after the instance's.
-func (r *instanceRow) extra(instantiation bool) []any {
+// scan reads the row (with the last instantiation's columns when
+// instantiation); no row is ErrNotFound.
+func (r *instanceRow) scan(row pgx.Row, instantiation bool) error {
 	extra := []any{&r.pkgID, &r.onb, &r.op, &r.xmin}
 	if instantiation {
 		extra = append(extra, &r.instOp, &r.instParams)
 	}
-	return extra
+	var err error
+	r.in, r.docs, err = scanInstanceRaw(extraRow{row, extra})
+	return err
 }
 
-// instancePackage opens and decodes a row read by openInstanceAndPackage.
+// instancePackage opens and decodes a row (instanceRow.scan).
 func (s *Store) instancePackage(ctx context.Context, row *instanceRow, open Opener, targets []target, withTargets bool) (*InstancePackage, error) {
 	if err := openDocs(row.in, row.docs, open); err != nil {
 		return nil, err
