@@ -254,17 +254,23 @@ func complexOnly(sel *sol013.Selector, root *sol013.Field) error {
 	return nil
 }
 
-func onlyParams(q url.Values, allowed ...string) error {
+// unknownKeys lists, sorted, the keys of m that allowed does not hold.
+func unknownKeys[V any](m map[string]V, allowed []string) []string {
 	var bad []string
-	for k := range q {
+	for k := range m {
 		if !slices.Contains(allowed, k) {
 			bad = append(bad, k)
 		}
 	}
+	slices.Sort(bad)
+	return bad
+}
+
+func onlyParams(q url.Values, allowed ...string) error {
+	bad := unknownKeys(q, allowed)
 	if len(bad) == 0 {
 		return nil
 	}
-	slices.Sort(bad)
 	hint := "this resource takes no query parameters"
 	if len(allowed) > 0 {
 		hint = "supported: " + strings.Join(allowed, ", ")

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/auth"
 	"github.com/mini-vnfm/mini-vnfm/internal/sol013"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
+	"github.com/mini-vnfm/mini-vnfm/openapi"
 )
 
 // Complex VnfPkgInfo attributes left out of lists unless asked for (SOL005).
@@ -109,6 +111,10 @@ func (a *API) createPackage(w http.ResponseWriter, r *http.Request) {
 			a.writeProblem(w, r, problemf(http.StatusBadRequest, `request body must be {"userDefinedData": {…}} (or empty): `+err.Error()))
 			return
 		}
+		if err := onlyMembers(b, "userDefinedData"); err != nil {
+			a.writeProblem(w, r, err)
+			return
+		}
 	}
 	p, err := a.cfg.Packages.Create(r.Context(), req.UserDefinedData)
 	if err != nil {
@@ -162,6 +168,10 @@ func (a *API) patchPackage(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := json.Unmarshal(bodyOf(r), &req); err != nil {
 		a.writeProblem(w, r, problemf(http.StatusBadRequest, `request body must be {"operationalState": "ENABLED"|"DISABLED", "userDefinedData": {…}}: `+err.Error()))
+		return
+	}
+	if err := onlyMembers(bodyOf(r), "operationalState", "userDefinedData"); err != nil {
+		a.writeProblem(w, r, err)
 		return
 	}
 	_, err := a.cfg.Packages.Update(r.Context(), chi.URLParam(r, "id"), store.PackageUpdate{OperationalState: req.OperationalState, UserDefinedData: req.UserDefinedData})
@@ -268,4 +278,20 @@ func (a *API) getArtifact(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", ct)
 	_, _ = w.Write(b)
+}
+
+// onlyMembers refuses a JSON object body with members other than known
+// (SOL005 bodies this server reads by hand: no member is dropped unseen).
+// A body that is not an object is left to the caller's decoding.
+func onlyMembers(body []byte, known ...string) error {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return nil
+	}
+	bad := unknownKeys(m, known)
+	if len(bad) == 0 {
+		return nil
+	}
+	known = slices.Sorted(slices.Values(known))
+	return problemf(http.StatusBadRequest, "request body: "+openapi.Unsupported(bad, known))
 }

@@ -392,3 +392,26 @@ func TestUploadsAreLimitedAndStalledOnesCutOff(t *testing.T) {
 		t.Fatalf("upload after the stalled ones were cut off: %d, want 202", got)
 	}
 }
+
+// A member SOL005 does not define is refused, not dropped: a misspelt
+// userDefinedData would otherwise create a package without the data.
+func TestPackageBodiesRefuseUnknownMembers(t *testing.T) {
+	e := newPkgEnv(t)
+	before := len(e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages", nil), 200).list(t))
+	d := e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages", []byte(`{"userDefineData":{"k":"v"}}`), "Content-Type", "application/json"), 400).json(t)["detail"].(string)
+	if want := `request body: unsupported attribute "userDefineData" (did you mean "userDefinedData"?)`; !strings.HasPrefix(d, want) || !strings.HasSuffix(d, "supported here: userDefinedData") {
+		t.Fatalf("create detail %q, want it to start with %q and list userDefinedData", d, want)
+	}
+	if after := len(e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages", nil), 200).list(t)); after != before {
+		t.Fatalf("a refused create made a package: %d packages before, %d after", before, after)
+	}
+	id := e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages", []byte(`{"userDefinedData":{"k":"v"}}`), "Content-Type", "application/json"), 201).json(t)["id"].(string)
+	d = e.expect(e.raw("PATCH", "/vnfpkgm/v1/vnf_packages/"+id, []byte(`{"operationalstate":"ENABLED","userDefinedData":{"k":"w"}}`), "Content-Type", "application/merge-patch+json"), 400).json(t)["detail"].(string)
+	if want := `request body: unsupported attribute "operationalstate" (did you mean "operationalState"?) (not in this API: remove it or correct its name); supported here: operationalState, userDefinedData`; d != want {
+		t.Fatalf("patch detail %q, want %q", d, want)
+	}
+	got := e.expect(e.raw("GET", "/vnfpkgm/v1/vnf_packages/"+id, nil), 200).json(t)
+	if udd := got["userDefinedData"].(map[string]any); udd["k"] != "v" {
+		t.Fatalf("a refused patch changed userDefinedData: %v", udd)
+	}
+}

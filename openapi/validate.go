@@ -20,8 +20,9 @@ import (
 
 // RequestValidator checks incoming requests against the OpenAPI document:
 // path parameters, query parameter types, header values (e.g. a malformed
-// Version) and JSON bodies. It is deliberately lenient where real clients
-// are sloppy (see Validate).
+// Version) and JSON bodies, whose members must all be described (members.go).
+// It is deliberately lenient where real clients are sloppy about media
+// types (see Validate).
 type RequestValidator struct {
 	router routers.Router
 	opts   *openapi3filter.Options
@@ -230,6 +231,20 @@ func (v *RequestValidator) ValidateRouted(ctx context.Context, r *http.Request, 
 	}
 	if err := openapi3filter.ValidateRequest(ctx, input); err != nil {
 		return newRequestError(explain(err))
+	}
+	if rb := route.Operation.RequestBody; rb != nil && rb.Value != nil && hasBody {
+		if mt := rb.Value.Content.Get(vreq.Header.Get("Content-Type")); mt != nil && mt.Schema != nil && mt.Schema.Value != nil {
+			var doc any
+			if err := json.Unmarshal(body, &doc); err == nil {
+				if found := unknownMembers(mt.Schema.Value, doc, nil, nil); len(found) > 0 {
+					issues := make([]string, len(found))
+					for i, is := range found {
+						issues[i] = "request body: " + is.String()
+					}
+					return newRequestError(issues)
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -172,6 +172,19 @@ func TestInvalidBodies(t *testing.T) {
 			`request body: /callbackUri: must be an absolute URI, got "/notification"`},
 		{"heal vnfc ids", "POST", inst + "/heal", `{"vnfcInstanceId":"c1"}`,
 			`request body: /vnfcInstanceId: must be an array, got "c1"`},
+		// Members the API does not describe would be dropped without a word.
+		{"unknown member", "POST", inst + "/instantiate", `{"flavourId":"f","tackerExtra":{"x":1}}`,
+			`request body: unsupported attribute "tackerExtra" (not in this API: remove it or correct its name); supported here: additionalParams, extManagedVirtualLinks, extVirtualLinks, extensions, flavourId, instantiationLevelId, localizationLanguage, vimConnectionInfo, vnfConfigurableProperties`},
+		{"misspelt optional member", "POST", "/vnflcm/v1/vnf_instances", `{"vnfdId":"d","vnfInstanceNmae":"x","Metadata":{}}`,
+			`request body: unsupported attributes "Metadata" (did you mean "metadata"?), "vnfInstanceNmae" (did you mean "vnfInstanceName"?) (not in this API: remove them or correct their names); supported here: metadata, vnfInstanceDescription, vnfInstanceName, vnfdId`},
+		{"unknown member in an array item", "POST", inst + "/instantiate", `{"flavourId":"f","vimConnectionInfo":[{"id":"v","vimType":"openstack","vim_id":"x"}]}`,
+			`request body: /vimConnectionInfo/0: unsupported attribute "vim_id" (did you mean "vimId"?) (not in this API: remove it or correct its name); supported here: accessInfo, extra, id, interfaceInfo, vimId, vimType`},
+		{"subscription filter misspelt", "POST", "/vnflcm/v1/subscriptions", `{"callbackUri":"http://nfvo/cb","filter":{"operationState":["COMPLETED"]}}`,
+			`request body: /filter: unsupported attribute "operationState" (did you mean "operationStates"?) (not in this API: remove it or correct its name); supported here: notificationTypes, operationStates, operationTypes, vnfInstanceSubscriptionFilter`},
+		{"cancel object with more", "POST", occ + "/cancel", `{"cancelMode":"GRACEFUL","force":true}`,
+			`request body: unsupported attribute "force" (not in this API: remove it or correct its name); supported here: cancelMode`},
+		{"merge patch member unknown", "PATCH", inst, `{"vnf_instance_name":"x"}`,
+			`request body: unsupported attribute "vnf_instance_name" (did you mean "vnfInstanceName"?) (not in this API: remove it or correct its name); supported here: extensions, metadata, vimConnectionInfo, vimConnectionInfoDeleteIds, vnfConfigurableProperties, vnfInstanceDescription, vnfInstanceName, vnfPkgId, vnfcInfoModifications, vnfcInfoModificationsDeleteIds, vnfdId`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -198,7 +211,8 @@ func TestValidBodies(t *testing.T) {
 		{"tacker subscription", "POST", "/vnflcm/v1/subscriptions", `{"filter": {"operationTypes": ["INSTANTIATE"], "operationStates": ["COMPLETED"]}, "callbackUri": "http://127.0.0.1:9999/notify"}`},
 		{"tacker cancel", "POST", occ + "/cancel", `{"cancelMode": "FORCEFUL"}`},
 		{"TST cancel", "POST", occ + "/cancel", `"GRACEFUL"`},
-		{"unknown members are allowed", "POST", inst + "/instantiate", `{"flavourId":"f","tackerExtra":{"x":1}}`},
+		{"free-form members are the driver's", "POST", inst + "/instantiate", `{"flavourId":"f","additionalParams":{"anything":{"x":1}},"vimConnectionInfo":[{"id":"v","vimType":"kubernetes","accessInfo":{"any":"thing"},"interfaceInfo":{"endpoint":"https://127.0.0.1:6443"}}],"extensions":{"x":1}}`},
+		{"TST cancel object", "POST", occ + "/cancel", `{"cancelMode": "GRACEFUL"}`},
 		{"legacy VLD name", "POST", inst + "/instantiate", `{"flavourId":"a","extManagedVirtualLinks":[{"id":"a","virtualLinkDescId":"vl","resourceId":"b"}]}`},
 		{"merge patch null", "PATCH", inst, `{"metadata": {"k": null}}`},
 	}
