@@ -770,14 +770,21 @@ func TestModifyPackageMovesWhatFollowsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	disabled := lcmtest.SamplePackage()
+	disabled.ID, disabled.Vnfd.ID, disabled.OperationalState = uuid.NewString(), uuid.NewString(), model.Disabled
+	if err := w.st.PutPackage(ctx, disabled); err != nil {
+		t.Fatal(err)
+	}
+
 	id := w.instance()
-	for name, body := range map[string]string{
-		"unknown package":  `{"vnfPkgId":"` + uuid.NewString() + `"}`,
-		"disagreeing pair": `{"vnfPkgId":"` + v2.ID + `","vnfdId":"` + lcmtest.VnfdID + `"}`,
-		"unknown vnfdId":   `{"vnfdId":"` + uuid.NewString() + `"}`,
+	for name, c := range map[string]struct{ body, hint string }{
+		"unknown package":  {`{"vnfPkgId":"` + uuid.NewString() + `"}`, ""},
+		"disagreeing pair": {`{"vnfPkgId":"` + v2.ID + `","vnfdId":"` + lcmtest.VnfdID + `"}`, ""},
+		"unknown vnfdId":   {`{"vnfdId":"` + uuid.NewString() + `"}`, "GET /vnfpkgm/v1/vnf_packages"},
+		"disabled package": {`{"vnfdId":"` + disabled.Vnfd.ID + `"}`, "PATCH /vnfpkgm/v1/vnf_packages/" + disabled.ID},
 	} {
-		if _, err := w.svc.Modify(ctx, id, []byte(body), 0); !isKind(err, lcm.KindInvalid) {
-			t.Errorf("%s: %v, want a refusal", name, err)
+		if _, err := w.svc.Modify(ctx, id, []byte(c.body), 0); !isKind(err, lcm.KindInvalid) || !strings.Contains(err.Error(), c.hint) {
+			t.Errorf("%s: %v, want a refusal saying %q", name, err, c.hint)
 		}
 	}
 	op, err := w.svc.Modify(ctx, id, []byte(`{"vnfPkgId":"`+v2.ID+`"}`), 0)

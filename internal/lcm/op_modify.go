@@ -35,13 +35,13 @@ func checkModify(ctx context.Context, s *Service, a *accepting) error {
 	if target != "" && target != in.VnfdID {
 		pkg, err := s.st.PackageByVnfdID(ctx, target)
 		if errors.Is(err, store.ErrNotFound) {
-			return errorf(KindInvalid, "vnfdId %s does not belong to an onboarded VNF package", target)
+			return errorf(KindInvalid, "vnfdId %s does not belong to an onboarded VNF package; onboard its package first, or give the vnfdId of one listed by GET /vnfpkgm/v1/vnf_packages", target)
 		}
 		if err != nil {
 			return err
 		}
 		if pkg.OperationalState != model.Enabled {
-			return errorf(KindInvalid, "VNF package %s with vnfdId %s is not ENABLED", pkg.ID, target)
+			return errorf(KindInvalid, "VNF package %s with vnfdId %s is not ENABLED; enable it first (PATCH /vnfpkgm/v1/vnf_packages/%s with {\"operationalState\": \"ENABLED\"})", pkg.ID, target, pkg.ID)
 		}
 		if info := in.InstantiatedVnfInfo; info != nil && pkg.Vnfd != nil && pkg.Vnfd.Flavours[info.FlavourID] == nil {
 			return errorf(KindInvalid, "VNFD %s has no deployment flavour %q, which VNF instance %s is instantiated with; pick a VNF package whose VNFD has it, or terminate the instance first",
