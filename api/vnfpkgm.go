@@ -229,6 +229,12 @@ func (a *API) putPackageContent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) uploadFromURI(w http.ResponseWriter, r *http.Request) {
+	// SOL005 UploadVnfPkgFromUriRequest (the OAuth 2.0 members are refused
+	// by the service, not dropped).
+	if err := onlyMembers(bodyOf(r), "addressInformation", "authType", "userName", "password", "paramsOauth2ClientCredentials"); err != nil {
+		a.writeProblem(w, r, err)
+		return
+	}
 	if err := a.cfg.Packages.UploadFromURI(r.Context(), chi.URLParam(r, "id"), bodyOf(r)); err != nil {
 		a.writeProblem(w, r, err)
 		return

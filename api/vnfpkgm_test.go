@@ -257,8 +257,19 @@ func TestOnboardingFailuresAndURIUpload(t *testing.T) {
 		}))
 		defer src.Close()
 		id := newPkg()
+		// Refused at request time, the package left as it was: what is not supported, or not SOL005.
+		for body, want := range map[string]string{
+			`{"addressInformation":"` + src.URL + `/p.zip","authType":"OAUTH2_CLIENT_CREDENTIALS","paramsOauth2ClientCredentials":{"clientId":"c","clientPassword":"p","tokenEndpoint":"` + src.URL + `/t"}}`: "OAuth 2.0 client credentials is not supported",
+			`{"addressInformation":"` + src.URL + `/p.zip","authType":"DIGEST","userName":"u","password":"s3cret-pw"}`:                                                                                        `authType "DIGEST" is not BASIC or OAUTH2_CLIENT_CREDENTIALS`,
+			`{"addressInformation":"` + src.URL + `/p.zip","username":"u","password":"s3cret-pw"}`:                                                                                                            `unsupported attribute "username" (did you mean "userName"?)`,
+		} {
+			r := e.raw("POST", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content/upload_from_uri", []byte(body), "Content-Type", "application/json")
+			if d, _ := r.json(t)["detail"].(string); r.StatusCode/100 != 4 || !strings.Contains(d, want) || strings.Contains(d, "s3cret-pw") {
+				t.Fatalf("upload_from_uri %s: %d %q, want a refusal saying %q", body, r.StatusCode, d, want)
+			}
+		}
 		e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages/"+id+"/package_content/upload_from_uri",
-			[]byte(`{"addressInformation":"`+src.URL+`/p.zip","userName":"u","password":"s3cret-pw"}`), "Content-Type", "application/json"), 202)
+			[]byte(`{"addressInformation":"`+src.URL+`/p.zip","authType":"BASIC","userName":"u","password":"s3cret-pw"}`), "Content-Type", "application/json"), 202)
 		e.waitOnboarding(id, "ONBOARDED")
 		id2 := newPkg()
 		e.expect(e.raw("POST", "/vnfpkgm/v1/vnf_packages/"+id2+"/package_content/upload_from_uri",

@@ -214,6 +214,9 @@ type source struct {
 	AddressInformation string `json:"addressInformation"`
 	UserName           string `json:"userName,omitempty"`
 	Password           string `json:"password,omitempty"`
+	// AuthType and OAuth2 are read only to refuse what is not supported.
+	AuthType string          `json:"authType,omitempty"`
+	OAuth2   json.RawMessage `json:"paramsOauth2ClientCredentials,omitempty"`
 }
 
 // UploadFromURI records where to fetch the CSAR and fetches it in the background.
@@ -228,6 +231,12 @@ func (s *Service) UploadFromURI(ctx context.Context, id string, raw []byte) erro
 	u, err := url.Parse(src.AddressInformation)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return &reqerr.Error{Kind: reqerr.Invalid, Detail: fmt.Sprintf("addressInformation %q is not an http(s) URL", src.AddressInformation)}
+	}
+	switch {
+	case src.AuthType == "OAUTH2_CLIENT_CREDENTIALS" || len(src.OAuth2) > 0:
+		return &reqerr.Error{Kind: reqerr.Unprocessable, Detail: "fetching a package with OAuth 2.0 client credentials is not supported: give authType BASIC with userName and password, or a URL that needs no credentials"}
+	case src.AuthType != "" && src.AuthType != "BASIC":
+		return &reqerr.Error{Kind: reqerr.Invalid, Detail: fmt.Sprintf("authType %q is not BASIC or OAUTH2_CLIENT_CREDENTIALS", src.AuthType)}
 	}
 	if err := s.cfg.Outbound.CheckURL(ctx, src.AddressInformation); err != nil {
 		return &reqerr.Error{Kind: reqerr.Unprocessable, Detail: "addressInformation: " + err.Error()}

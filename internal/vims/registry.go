@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -280,6 +281,12 @@ func verifyCred(cred, extra map[string]any) map[string]any {
 func (s *Registry) verify(ctx context.Context, name, typ, authURL string, project, cred, extra map[string]any, skip bool) (string, map[string]any, error) {
 	regions := []string{}
 	if skip {
+		// Not verified, but not unusable either: an address the policy
+		// refuses (a literal one: no name is resolved offline) would fail
+		// every operation on the VIM.
+		if err := s.checkLiteral(authURL); err != nil {
+			return "", nil, errorf(KindInvalid, "VIM %q: auth_url: %v (%s)", name, err, refusedHint)
+		}
 		if ns := vim.Str(project, "name"); typ == store.VimKubernetes && ns != "" {
 			regions = append(regions, ns)
 		}
@@ -292,7 +299,11 @@ func (s *Registry) verify(ctx context.Context, name, typ, authURL string, projec
 		detail := secrets.Scrub(ve.Detail, credValues(plain))
 		s.log.Info("vim verification failed", "vim", name, "authUrl", authURL, "reason", detail)
 		hint := "to register it offline, skip this check with POST /v1.0/vims?verify=false or \"verify\": false in vim.extra"
-		if typ == store.VimKubernetes {
+		var refused *outbound.RefusedError
+		switch {
+		case errors.As(err, &refused):
+			hint = refusedHint // skipping the check would not help
+		case typ == store.VimKubernetes:
 			hint = "to register it offline, put extra: {verify: 'False'} in the VIM file (or use ?verify=false)"
 		}
 		return "", nil, errorf(KindInvalid, "VIM %q failed verification: %s (%s)", name, detail, hint)
@@ -302,6 +313,23 @@ func (s *Registry) verify(ctx context.Context, name, typ, authURL string, projec
 	}
 	regions = append(regions, res.Regions...)
 	return VimStatusActive, map[string]any{"regions": regions}, nil
+}
+
+// refusedHint follows an outbound-policy refusal of a VIM's auth_url.
+const refusedHint = "the VNFM would refuse every call to this VIM, verified or not: register it by an address the policy allows"
+
+// checkLiteral applies the outbound-URL policy to an auth_url whose host is
+// an IP address; a name is left to the connections (no lookup here).
+func (s *Registry) checkLiteral(authURL string) error {
+	u, err := url.Parse(strings.TrimSpace(authURL))
+	if err != nil {
+		return nil // the URL's own check reports it
+	}
+	addr, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return nil
+	}
+	return s.outbound.Check(addr)
 }
 
 // credValues lists the secret string values of auth_cred, for secrets.Scrub.

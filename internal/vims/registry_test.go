@@ -147,6 +147,12 @@ func TestRegisterVim(t *testing.T) {
 		{"bad is_default", `{"name":"x","auth_url":"http://x/v3","vim_project":{"name":"p"},"auth_cred":{"username":"u","password":"p"},"is_default":"maybe"}`, false, KindInvalid, "vim.is_default must be true or false"},
 		{"bad cert_verify", `{"name":"x","auth_url":"http://x/v3","vim_project":{"name":"p"},"auth_cred":{"username":"u","password":"p","cert_verify":true2}}`, false, KindInvalid, `"vim" must be a JSON object`},
 		{"bad extra.verify", w.openstackBody("x", "devstack", `{"verify":"perhaps"}`), true, KindInvalid, "vim.extra.verify must be true or false"},
+		// An address the outbound policy refuses: skipping the check would
+		// not help (no connection is made: the policy refuses before dialling).
+		{"refused auth_url", strings.Replace(w.openstackBody("os4", "devstack", ""), w.ks.URL(), "http://169.254.169.254/v3", 1), true, KindInvalid,
+			`VIM "os4" failed verification: auth_url: the VNFM's outbound-URL policy refuses 169.254.169.254: it is a link-local address (cloud metadata services live there) (the VNFM would refuse every call to this VIM, verified or not: register it by an address the policy allows)`},
+		{"refused auth_url, offline", strings.Replace(w.openstackBody("os5", "devstack", ""), w.ks.URL(), "http://169.254.169.254/v3", 1), false, KindInvalid,
+			`VIM "os5": auth_url: the VNFM's outbound-URL policy refuses 169.254.169.254: it is a link-local address (cloud metadata services live there) (the VNFM would refuse every call to this VIM, verified or not: register it by an address the policy allows)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := w.svc.Register(ctx, []byte(tc.body), tc.verify)
