@@ -23,6 +23,7 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound/outboundtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/pgtest"
 	"github.com/mini-vnfm/mini-vnfm/internal/reqerr"
 	"github.com/mini-vnfm/mini-vnfm/internal/secrets"
@@ -355,6 +356,9 @@ func TestErrorDetailsNeverCarrySecrets(t *testing.T) {
 func TestErrorDetailsNeverCarryRegisteredVimSecrets(t *testing.T) {
 	w := newWorld(t)
 	w.cfg.Infra = func(string) (driverapi.InfraDriver, bool) { return w.infra, true }
+	// The VIM is registered offline at a loopback address (nothing connects
+	// to it): the policy must allow loopback for it to be usable at all.
+	w.cfg.Outbound = outboundtest.Policy(time.Second)
 	w.svc = lcm.NewService(w.cfg)
 	w.engine(5*time.Second, nil)
 	ctx := context.Background()
@@ -531,8 +535,11 @@ func TestScaleAndRollback(t *testing.T) {
 	if ids := strings.Join(vnfcIDs(w.mustInst(id)), ","); ids != "master-0,worker-0,worker-1,worker-2,worker-3,worker-4" {
 		t.Fatalf("after scale out: %s", ids)
 	}
-	if _, err := w.svc.Scale(ctx, id, []byte(`{"type":"SCALE_OUT","aspectId":"worker_aspect","numberOfSteps":1}`)); !isKind(err, lcm.KindInvalid) {
-		t.Fatalf("scale beyond max level: %v", err)
+	if _, err := w.svc.Scale(ctx, id, []byte(`{"type":"SCALE_OUT","aspectId":"worker_aspect","numberOfSteps":1}`)); !isKind(err, lcm.KindInvalid) || !strings.Contains(err.Error(), "it cannot be scaled out further") {
+		t.Fatalf("scale beyond max level: %v, want a refusal saying it is at its maximum", err)
+	}
+	if _, err := w.svc.Scale(ctx, id, []byte(`{"type":"SCALE_IN","aspectId":"worker_aspect","numberOfSteps":9}`)); !isKind(err, lcm.KindInvalid) || !strings.Contains(err.Error(), "it is at level 3; scale it in by at most 3 step(s)") {
+		t.Fatalf("scale in below level 0: %v, want a refusal naming the steps left", err)
 	}
 	if _, err := w.svc.Scale(ctx, id, []byte(`{"type":"SCALE_OUT","aspectId":"nope"}`)); !isKind(err, lcm.KindInvalid) {
 		t.Fatalf("unknown aspect: %v", err)

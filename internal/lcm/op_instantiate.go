@@ -3,6 +3,7 @@ package lcm
 import (
 	"context"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/driverapi"
@@ -77,7 +78,7 @@ func prepareInstantiate(ctx context.Context, r *run, dop *driverapi.Op) error {
 	req, in := dop.Request.Instantiate, dop.Instance
 	fl, ok := dop.Vnfd.Flavours[req.FlavourID]
 	if !ok {
-		return errorf(KindInvalid, "flavour %q is not in VNFD %s", req.FlavourID, dop.Vnfd.ID)
+		return errorf(KindInvalid, "flavour %q is not in VNFD %s; use one of: %s", req.FlavourID, dop.Vnfd.ID, strings.Join(slices.Sorted(maps.Keys(dop.Vnfd.Flavours)), ", "))
 	}
 	vims := r.vims
 	if !r.vimsResolved {

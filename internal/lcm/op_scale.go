@@ -60,9 +60,18 @@ func checkScale(_ context.Context, _ *Service, a *accepting) error {
 	}
 	switch {
 	case req.Type == model.ScaleOut && level+req.Steps() > asp.MaxScaleLevel:
-		return errorf(KindInvalid, "cannot scale out aspect %q by %d step(s): it is at level %d of at most %d", req.AspectID, req.Steps(), level, asp.MaxScaleLevel)
+		room := "it cannot be scaled out further"
+		if n := asp.MaxScaleLevel - level; n > 0 {
+			room = fmt.Sprintf("scale it out by at most %d step(s)", n)
+		}
+		return errorf(KindInvalid, "cannot scale out aspect %q by %d step(s): it is at level %d of at most %d (the VNFD's max_scale_level); %s",
+			req.AspectID, req.Steps(), level, asp.MaxScaleLevel, room)
 	case req.Type == model.ScaleIn && level-req.Steps() < 0:
-		return errorf(KindInvalid, "cannot scale in aspect %q by %d step(s): it is at level %d", req.AspectID, req.Steps(), level)
+		room := "it is at its lowest level and cannot be scaled in"
+		if level > 0 {
+			room = fmt.Sprintf("scale it in by at most %d step(s)", level)
+		}
+		return errorf(KindInvalid, "cannot scale in aspect %q by %d step(s): it is at level %d; %s", req.AspectID, req.Steps(), level, room)
 	}
 	return nil
 }

@@ -270,7 +270,7 @@ func (s *Service) instanceAndVnfd(ctx context.Context, id string, kept *secrets.
 		return nil, nil, err
 	}
 	if r.Package == nil {
-		return nil, nil, errorf(KindUnprocessable, "the VNF package with vnfdId %s of VNF instance %s is no longer onboarded", r.VnfdID, id)
+		return nil, nil, errorf(KindUnprocessable, "the VNF package with vnfdId %s of VNF instance %s is no longer onboarded; onboard a package with that vnfdId again (POST /vnfpkgm/v1/vnf_packages, then PUT .../package_content)", r.VnfdID, id)
 	}
 	return r, r.Package.Vnfd, nil
 }
