@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -66,10 +67,28 @@ func unknownMembers(s *openapi3.Schema, v any, path []string, out []issue) []iss
 	return out
 }
 
+// memberSets caches members by schema: a loaded document does not change.
+var memberSets sync.Map // *openapi3.Schema → memberSet
+
+type memberSet struct {
+	props map[string]*openapi3.Schema
+	free  bool
+}
+
 // members returns the properties an object of schema s may have — its
 // own, its allOf parts', and those of its object alternatives (oneOf,
 // anyOf) — or free when s lets any member through.
 func members(s *openapi3.Schema) (props map[string]*openapi3.Schema, free bool) {
+	if m, ok := memberSets.Load(s); ok {
+		ms := m.(memberSet)
+		return ms.props, ms.free
+	}
+	props, free = collectMembers(s)
+	memberSets.Store(s, memberSet{props, free})
+	return props, free
+}
+
+func collectMembers(s *openapi3.Schema) (props map[string]*openapi3.Schema, free bool) {
 	props = map[string]*openapi3.Schema{}
 	var walk func(s *openapi3.Schema, depth int) bool
 	walk = func(s *openapi3.Schema, depth int) bool {
