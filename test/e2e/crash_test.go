@@ -1,14 +1,21 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lcm"
 	"github.com/mini-vnfm/mini-vnfm/test/harness"
@@ -47,9 +54,7 @@ func (e *osEnv) drill(k int, inst, task string, body any) bool {
 	e.t.Helper()
 	e.vnfm.Stop(20 * time.Second)
 	e.vnfm = harness.Start(e.t, roleOpenStack, e.db, e.key, killAtEnv+"="+strconv.Itoa(k), "VNFM_LEASE=2s")
-	h, _ := e.post("/vnflcm/v1/vnf_instances/"+inst+"/"+task, body, http.StatusAccepted)
-	loc := h.Get("Location")
-	opID := loc[strings.LastIndex(loc, "/")+1:]
+	opID := e.postTask(inst, task, body)
 	died := e.vnfm.WaitExitOr(func() bool {
 		s := opDocAt(e.t, e.db, opID)
 		return s == "COMPLETED" || s == "FAILED_TEMP"
@@ -76,6 +81,66 @@ func (e *osEnv) drill(k int, inst, task string, body any) bool {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// postTask sends the task and returns its op occurrence's id. The run of an
+// operation accepted here starts before the 202 is written, so its first
+// checkpoint can kill the VNFM before the answer leaves: the operation exists
+// then (a checkpoint is an engine write, after the creation's commit), and
+// the id is the one op occurrence of the instance that is new, as an NFVO
+// would find it in the list.
+func (e *osEnv) postTask(inst, task string, body any) string {
+	e.t.Helper()
+	before := opsOf(e.t, e.db, inst)
+	b, _ := json.Marshal(body)
+	path := "/vnflcm/v1/vnf_instances/" + inst + "/" + task
+	req, _ := http.NewRequest("POST", e.vnfm.Base+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err == nil {
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusAccepted {
+			e.t.Fatalf("POST %s: %d %s", path, res.StatusCode, raw)
+		}
+		loc := res.Header.Get("Location")
+		return loc[strings.LastIndex(loc, "/")+1:]
+	}
+	select {
+	case <-e.vnfm.Exited():
+	case <-time.After(10 * time.Second):
+		e.t.Fatalf("POST %s: %v, and the VNFM is still running", path, err)
+	}
+	var added []string
+	for _, id := range opsOf(e.t, e.db, inst) {
+		if !slices.Contains(before, id) {
+			added = append(added, id)
+		}
+	}
+	if len(added) != 1 {
+		e.t.Fatalf("POST %s: %v as the VNFM died; %d new op occurrences, want 1", path, err, len(added))
+	}
+	e.t.Logf("POST %s: the VNFM died before answering (%v); the operation %s was created", path, err, added[0])
+	return added[0]
+}
+
+// opsOf lists the ids of the instance's op occurrences.
+func opsOf(t *testing.T, db, inst string) []string {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `SELECT id::text FROM vnf_lcm_op_occs WHERE vnf_instance_id = $1`, inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
 
 // check asserts what must hold after every drill: one stack per instantiated
