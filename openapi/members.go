@@ -32,13 +32,6 @@ func unknownMembers(s *openapi3.Schema, v any, path []string, out []issue) []iss
 	case map[string]any:
 		props, free := members(s)
 		if free {
-			// Members of a described type may still be checked below it
-			// (additionalProperties: {schema}).
-			if ap := s.AdditionalProperties.Schema; ap != nil && ap.Value != nil {
-				for _, k := range sortedKeys(v) {
-					out = unknownMembers(ap.Value, v[k], append(slices.Clip(path), k), out)
-				}
-			}
 			return out
 		}
 		keys := sortedKeys(v)
@@ -49,7 +42,7 @@ func unknownMembers(s *openapi3.Schema, v any, path []string, out []issue) []iss
 			}
 		}
 		if len(bad) > 0 {
-			out = append(out, issue{path: slices.Clone(path), msg: unsupported(bad, props)})
+			out = append(out, issue{path: slices.Clone(path), msg: Unsupported(bad, sortedKeys(props))})
 		}
 		for _, k := range keys {
 			if ps, ok := props[k]; ok {
@@ -124,12 +117,7 @@ func collectMembers(s *openapi3.Schema) (props map[string]*openapi3.Schema, free
 	if walk(s, 0) {
 		return nil, true
 	}
-	explicitClosed := s.AdditionalProperties.Has != nil && !*s.AdditionalProperties.Has
-	return props, len(props) == 0 && !explicitClosed
-}
-
-func unsupported(bad []string, props map[string]*openapi3.Schema) string {
-	return Unsupported(bad, sortedKeys(props))
+	return props, len(props) == 0 // an object schema that names no member is free-form
 }
 
 // Unsupported words the problem of members bad of an object whose members
