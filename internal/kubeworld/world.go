@@ -46,7 +46,21 @@ type Options struct {
 	StartTimeout time.Duration
 	// Logf receives progress lines. Default: none.
 	Logf func(format string, args ...any)
+	// OIDC, when set, makes the API server accept the ID tokens of an
+	// OpenID provider (its --oidc-* flags): the user is OIDCUserPrefix
+	// followed by the token's sub, with no rights until RBAC grants some.
+	OIDC *OIDC
 }
+
+// OIDC is an OpenID provider the API server trusts.
+type OIDC struct {
+	IssuerURL string // https://…, the tokens' iss; the API server reads its discovery
+	ClientID  string // the tokens' aud
+	CAPEM     []byte // verifies the provider's TLS
+}
+
+// OIDCUserPrefix prefixes the user names of OIDC tokens.
+const OIDCUserPrefix = "oidc:"
 
 // World is a running control plane on 127.0.0.1.
 type World struct {
@@ -62,6 +76,7 @@ type World struct {
 	ownDir bool
 	logf   func(string, ...any)
 	ports  map[string]int
+	oidc   *OIDC
 
 	mu      sync.Mutex
 	procs   []*process
@@ -108,7 +123,7 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 	if _, err := exec.LookPath("etcd"); err != nil {
 		return nil, errors.New("kubeworld: etcd is not installed (Debian: apt-get install etcd-server; scripts/ensure-deps.sh installs it)")
 	}
-	w = &World{Dir: o.Dir, Binaries: bins, logf: o.Logf, ports: map[string]int{}}
+	w = &World{Dir: o.Dir, Binaries: bins, logf: o.Logf, ports: map[string]int{}, oidc: o.OIDC}
 	if w.Dir == "" {
 		if w.Dir, err = os.MkdirTemp("", "kubeworld-"); err != nil {
 			return nil, err
@@ -285,6 +300,15 @@ func (w *World) startProcesses() error {
 			"--service-cluster-ip-range=" + ServiceSubnet,
 			"--tls-cert-file=" + pki("apiserver.crt"), "--tls-private-key-file=" + pki("apiserver.key"),
 			"--feature-gates=" + kubebin.APIServerFeatureGates}},
+	}
+	if o := w.oidc; o != nil {
+		ca := pki("oidc-ca.crt")
+		if err := os.WriteFile(ca, o.CAPEM, 0o600); err != nil {
+			return err
+		}
+		api := &steps[1] // kube-apiserver
+		api.argv = append(api.argv, "--oidc-issuer-url="+o.IssuerURL, "--oidc-client-id="+o.ClientID,
+			"--oidc-ca-file="+ca, "--oidc-username-claim=sub", "--oidc-username-prefix="+OIDCUserPrefix)
 	}
 	for _, s := range steps {
 		if err := w.start(s.name, s.argv); err != nil {

@@ -3,6 +3,7 @@ package vim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mini-vnfm/mini-vnfm/internal/oidc"
 	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 )
 
@@ -111,10 +113,6 @@ func verifyKubernetes(ctx context.Context, t Target, client *http.Client, timeou
 	return out, nil
 }
 
-// oauthErrorCodes are the error codes of RFC 6749 5.2 shown to the user.
-var oauthErrorCodes = map[string]bool{"invalid_request": true, "invalid_client": true, "invalid_grant": true,
-	"unauthorized_client": true, "unsupported_grant_type": true, "invalid_scope": true}
-
 // oidcToken gets an ID token by the resource owner password grant.
 func oidcToken(ctx context.Context, policy *outbound.Policy, cred map[string]any, timeout time.Duration) (string, error) {
 	tokenURL := Str(cred, "oidc_token_url")
@@ -129,38 +127,23 @@ func oidcToken(ctx context.Context, policy *outbound.Policy, cred map[string]any
 		return "", err
 	}
 	client := policy.Client(outbound.ClientOptions{Timeout: timeout, TLS: cfg, Probe: true})
-	form := url.Values{"grant_type": {"password"}, "scope": {"openid"}, "client_id": {Str(cred, "client_id")},
-		"username": {Str(cred, "username")}, "password": {Str(cred, "password")}}
-	if s := Str(cred, "client_secret"); s != "" {
-		form.Set("client_secret", s)
+	tok, err := oidc.Fetch(ctx, client, OIDCCredentials(cred), time.Now())
+	if re, ok := oidc.IsRejected(err); ok {
+		return "", failf(nil, "the OIDC provider at %s rejected the credentials of user %q for client %q (%s)", host(tokenURL), Str(cred, "username"), Str(cred, "client_id"), re.Error())
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
-		return "", failf(err, "auth_cred.oidc_token_url %q: %v", tokenURL, err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	res, err := client.Do(req)
-	if err != nil {
+		var ue *url.Error
+		if !errors.As(err, &ue) {
+			return "", failf(err, "auth_cred.oidc_token_url %q: %v", tokenURL, err)
+		}
 		return "", reachError("the OIDC provider", tokenURL, timeout, err)
 	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	var tok struct {
-		IDToken string `json:"id_token"`
-		Error   string `json:"error"`
-	}
-	_ = json.Unmarshal(body, &tok)
-	if res.StatusCode != http.StatusOK || tok.IDToken == "" {
-		// The RFC 6749 error code is one of a few tokens; the free-text
-		// error_description is the remote's and is not repeated.
-		why := statusText(res.StatusCode)
-		if oauthErrorCodes[tok.Error] {
-			why += ": " + tok.Error
-		} else if res.StatusCode == http.StatusOK {
-			why += " without an id_token"
-		}
-		return "", failf(nil, "the OIDC provider at %s rejected the credentials of user %q for client %q (%s)", host(tokenURL), Str(cred, "username"), Str(cred, "client_id"), why)
-	}
 	return tok.IDToken, nil
+}
+
+// OIDCCredentials are the password grant's fields of a Kubernetes VIM's
+// auth_cred (or a VIM connection's accessInfo).
+func OIDCCredentials(cred map[string]any) oidc.Credentials {
+	return oidc.Credentials{TokenURL: Str(cred, "oidc_token_url"), Username: Str(cred, "username"), Password: Str(cred, "password"),
+		ClientID: Str(cred, "client_id"), ClientSecret: Str(cred, "client_secret")}
 }

@@ -287,6 +287,11 @@ func (s *Registry) verify(ctx context.Context, name, typ, authURL string, projec
 		if err := s.checkLiteral(authURL); err != nil {
 			return "", nil, errorf(KindInvalid, "VIM %q: auth_url: %v (%s)", name, err, refusedHint)
 		}
+		if tok := vim.Str(cred, "oidc_token_url"); typ == store.VimKubernetes && tok != "" {
+			if err := s.checkLiteral(tok); err != nil {
+				return "", nil, errorf(KindInvalid, "VIM %q: auth_cred.oidc_token_url: %v (%s)", name, err, refusedHint)
+			}
+		}
 		if ns := vim.Str(project, "name"); typ == store.VimKubernetes && ns != "" {
 			regions = append(regions, ns)
 		}
@@ -1017,7 +1022,7 @@ func (s *Registry) checkSupplied(ctx context.Context, c model.VimConnectionInfo,
 		name string
 		m    map[string]any
 	}{{"interfaceInfo", c.InterfaceInfo}, {"accessInfo", c.AccessInfo}} {
-		for _, k := range endpointKeys {
+		for _, k := range append(slices.Clone(endpointKeys), oidcTokenURL) {
 			u, ok := sec.m[k].(string)
 			if !ok || strings.TrimSpace(u) == "" {
 				continue
@@ -1036,6 +1041,9 @@ func (s *Registry) checkSupplied(ctx context.Context, c model.VimConnectionInfo,
 // the registry only.
 var (
 	endpointKeys = []string{"endpoint", "authUrl", "auth_url"}
+	// oidcTokenURL is where a Kubernetes VIM's OIDC credentials go (the
+	// password grant), also on the client's behalf.
+	oidcTokenURL = "oidc_token_url"
 	caCertKeys   = []string{"ssl_ca_cert", "caCert", "cacert", "sslCaCert"}
 	certVerify   = []string{"cert_verify", "certVerify"}
 	skipVerify   = "skipCertificateVerification"

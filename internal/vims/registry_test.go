@@ -153,6 +153,9 @@ func TestRegisterVim(t *testing.T) {
 			`VIM "os4" failed verification: auth_url: the VNFM's outbound-URL policy refuses 169.254.169.254: it is a link-local address (cloud metadata services live there) (the VNFM would refuse every call to this VIM, verified or not: register it by an address the policy allows)`},
 		{"refused auth_url, offline", strings.Replace(w.openstackBody("os5", "devstack", ""), w.ks.URL(), "http://169.254.169.254/v3", 1), false, KindInvalid,
 			`VIM "os5": auth_url: the VNFM's outbound-URL policy refuses 169.254.169.254: it is a link-local address (cloud metadata services live there) (the VNFM would refuse every call to this VIM, verified or not: register it by an address the policy allows)`},
+		{"refused oidc_token_url, offline", `{"name":"k3","type":"kubernetes","auth_url":"https://127.0.0.1:6443","vim_project":{"name":"default"},` +
+			`"auth_cred":{"oidc_token_url":"http://169.254.169.254/token","username":"alice","password":"nope","client_id":"vnfm"}}`, false, KindInvalid,
+			`VIM "k3": auth_cred.oidc_token_url: the VNFM's outbound-URL policy refuses 169.254.169.254: it is a link-local address (cloud metadata services live there) (the VNFM would refuse every call to this VIM, verified or not: register it by an address the policy allows)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := w.svc.Register(ctx, []byte(tc.body), tc.verify)
@@ -344,6 +347,9 @@ func TestResolveVims(t *testing.T) {
 		{"own credentials, auth_url in accessInfo", []model.VimConnectionInfo{{ID: "x", VimType: "openstack",
 			AccessInfo: map[string]any{"username": "a", "password": "b", "auth_url": "http://[fd00:ec2::254]/v3"}}}, nil,
 			"vimConnectionInfo[0].accessInfo.auth_url: the VNFM's outbound-URL policy"},
+		{"own credentials, OIDC token URL at a metadata address", []model.VimConnectionInfo{{ID: "x", VimType: "kubernetes", InterfaceInfo: map[string]any{"endpoint": "https://127.0.0.1:6443"},
+			AccessInfo: map[string]any{"oidc_token_url": "http://100.100.100.200/token", "username": "a", "password": "b", "client_id": "c"}}}, nil,
+			"vimConnectionInfo[0].accessInfo.oidc_token_url: the VNFM's outbound-URL policy refuses 100.100.100.200"},
 		{"own credentials, endpoint on loopback (allowed in this test)", []model.VimConnectionInfo{{ID: "x", VimType: "openstack",
 			InterfaceInfo: map[string]any{"endpoint": "http://127.0.0.1:5999/v3"}, AccessInfo: map[string]any{"username": "a", "password": "b"}}},
 			[]model.VimConnectionInfo{{ID: "x", VimType: VimTypeOpenStack, InterfaceInfo: map[string]any{"endpoint": "http://127.0.0.1:5999/v3"},

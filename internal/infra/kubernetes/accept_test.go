@@ -106,7 +106,9 @@ func TestAcceptVimConnection(t *testing.T) {
 		{nil, "vimConnectionInfo"},
 		{&model.VimConnectionInfo{ID: "v", AccessInfo: map[string]any{"bearer_token": "t"}}, "no Kubernetes API server URL"},
 		{&model.VimConnectionInfo{ID: "v", InterfaceInfo: map[string]any{"endpoint": "https://k:6443"}}, "no Kubernetes credentials"},
-		{&model.VimConnectionInfo{ID: "v", InterfaceInfo: map[string]any{"endpoint": "https://k:6443"}, AccessInfo: map[string]any{"oidc_token_url": "https://idp/token", "username": "u", "password": "p"}}, "OIDC"},
+		{&model.VimConnectionInfo{ID: "v", InterfaceInfo: map[string]any{"endpoint": "https://k:6443"}, AccessInfo: map[string]any{"oidc_token_url": "https://idp/token", "username": "u", "password": "p"}}, "lacks username, password or client_id"},
+		{&model.VimConnectionInfo{ID: "v", InterfaceInfo: map[string]any{"endpoint": "https://k:6443"}, AccessInfo: map[string]any{"oidc_token_url": "idp/token", "username": "u", "password": "p", "client_id": "c"}}, "oidc_token_url \"idp/token\" is not an http(s) URL"},
+		{&model.VimConnectionInfo{ID: "v", InterfaceInfo: map[string]any{"endpoint": "https://k:6443"}, AccessInfo: map[string]any{"oidc_token_url": "https://idp/token", "username": "u", "password": "p", "client_id": "c"}}, ""},
 		{&model.VimConnectionInfo{ID: "v", InterfaceInfo: map[string]any{"endpoint": "https://k:6443"}, AccessInfo: map[string]any{"username": "u", "password": "p"}}, ""},
 	} {
 		in := &model.VnfInstance{ID: "i"}

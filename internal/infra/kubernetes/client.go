@@ -1,10 +1,14 @@
 package kubernetes
 
 import (
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/oidc"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound"
 )
 
 // cluster is a connection to the VIM's API server.
@@ -64,9 +70,12 @@ func (d *Driver) restConfig(vim *model.VimConnectionInfo) (*rest.Config, error) 
 		cfg.Insecure = true
 		cfg.CAData = nil
 	}
+	var src *oidc.Source
 	switch {
 	case str(vim.AccessInfo, "oidc_token_url") != "":
-		return nil, fmt.Errorf("VIM connection %s authenticates with OIDC, which the Kubernetes infra driver does not support yet; register the VIM with a bearer_token (a ServiceAccount token)", vim.ID)
+		if src, err = d.oidcSource(vim, cfg.CAData, cfg.Insecure); err != nil {
+			return nil, err
+		}
 	case str(vim.AccessInfo, "bearer_token", "bearerToken") != "":
 		cfg.BearerToken = str(vim.AccessInfo, "bearer_token", "bearerToken")
 	case str(vim.AccessInfo, "username") != "" && str(vim.AccessInfo, "password") != "":
@@ -77,8 +86,59 @@ func (d *Driver) restConfig(vim *model.VimConnectionInfo) (*rest.Config, error) 
 	if d.opts.Outbound != nil {
 		cfg.Dial = d.opts.Outbound.DialContext
 	}
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return resendOnBrokenConnection{rt} }
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if src != nil {
+			rt = &oidc.Transport{Source: src, Base: rt}
+		}
+		return resendOnBrokenConnection{rt}
+	}
 	return cfg, nil
+}
+
+// oidcSource is the ID token source of a VIM connection registered with
+// oidc_token_url (Tacker's OIDC Kubernetes VIM): the resource owner password
+// grant with accessInfo's username, password, client_id and client_secret,
+// its TLS trusting the system's roots and ssl_ca_cert (Tacker's "cluster CA
+// and IdP CA concatenated"), through the outbound policy. Connections with
+// the same credentials share one source, so operations and refreshes reuse
+// a token until it is about to expire.
+func (d *Driver) oidcSource(vim *model.VimConnectionInfo, caPEM []byte, insecure bool) (*oidc.Source, error) {
+	c := oidc.Credentials{TokenURL: str(vim.AccessInfo, "oidc_token_url"), Username: str(vim.AccessInfo, "username"),
+		Password: str(vim.AccessInfo, "password"), ClientID: str(vim.AccessInfo, "client_id"), ClientSecret: str(vim.AccessInfo, "client_secret")}
+	if u, err := url.Parse(c.TokenURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("VIM connection %s: accessInfo.oidc_token_url %q is not an http(s) URL of the OIDC provider's token endpoint", vim.ID, c.TokenURL)
+	}
+	if c.Username == "" || c.Password == "" || c.ClientID == "" {
+		return nil, fmt.Errorf("VIM connection %s authenticates with OIDC (accessInfo.oidc_token_url) but lacks username, password or client_id; register the VIM with all of them", vim.ID)
+	}
+	h := sha256.New()
+	for _, f := range []string{c.TokenURL, c.Username, c.Password, c.ClientID, c.ClientSecret, string(caPEM), strconv.FormatBool(insecure)} {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	key := string(h.Sum(nil))
+	if s, ok := d.oidc.Load(key); ok {
+		return s.(*oidc.Source), nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // only when the VIM was registered with cert_verify False
+	if len(caPEM) > 0 && !insecure {
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, fmt.Errorf("VIM connection %s: interfaceInfo.ssl_ca_cert holds no PEM certificate", vim.ID)
+		}
+		tc.RootCAs = pool
+	}
+	var client *http.Client
+	if d.opts.Outbound != nil {
+		client = d.opts.Outbound.Client(outbound.ClientOptions{Timeout: d.opts.RequestTimeout, TLS: tc})
+	} else {
+		client = &http.Client{Timeout: d.opts.RequestTimeout, Transport: &http.Transport{TLSClientConfig: tc}}
+	}
+	s, _ := d.oidc.LoadOrStore(key, oidc.NewSource(client, c))
+	return s.(*oidc.Source), nil
 }
 
 func (d *Driver) connect(vim *model.VimConnectionInfo) (*cluster, error) {

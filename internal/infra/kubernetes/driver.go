@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,7 +43,10 @@ type Options struct {
 }
 
 // Driver is the Kubernetes infra driver. It is safe for concurrent use.
-type Driver struct{ opts Options }
+type Driver struct {
+	opts Options
+	oidc sync.Map // credentials' digest → *oidc.Source (oidcSource)
+}
 
 var _ driverapi.InfraDriver = (*Driver)(nil)
 

@@ -22,6 +22,7 @@ import (
 	kdrv "github.com/mini-vnfm/mini-vnfm/internal/infra/kubernetes"
 	"github.com/mini-vnfm/mini-vnfm/internal/kubeworld"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
+	"github.com/mini-vnfm/mini-vnfm/internal/oidc/oidctest"
 )
 
 // One real control plane (with two kwok nodes) serves every test of the
@@ -32,6 +33,8 @@ var shared struct {
 	cs   *k8s.Clientset
 	vim  model.VimConnectionInfo
 	err  error
+	// idp is the OpenID provider the API server trusts (OIDC VIMs).
+	idp *oidctest.Provider
 }
 
 // slots bounds how many CNFs the parallel tests deploy at once: enough to
@@ -51,6 +54,9 @@ func TestMain(m *testing.M) {
 	if shared.w != nil {
 		_ = shared.w.Stop()
 	}
+	if shared.idp != nil {
+		shared.idp.Close()
+	}
 	os.Exit(code)
 }
 
@@ -63,7 +69,14 @@ func world(t *testing.T) (*k8s.Clientset, model.VimConnectionInfo) {
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
-		w, err := kubeworld.Start(ctx, kubeworld.Options{Nodes: 2, Logf: t.Logf})
+		idp, err := oidctest.Start("vnfm", oidcClientSecret)
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.idp = idp
+		w, err := kubeworld.Start(ctx, kubeworld.Options{Nodes: 2, Logf: t.Logf,
+			OIDC: &kubeworld.OIDC{IssuerURL: idp.URL, ClientID: idp.ClientID, CAPEM: idp.CAPEM}})
 		if err != nil {
 			shared.err = err
 			return
