@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -91,13 +92,26 @@ func Fetch(ctx context.Context, client *http.Client, c Credentials, now time.Tim
 		return Token{}, e
 	}
 	t := Token{IDToken: tok.IDToken, Expiry: jwtExpiry(tok.IDToken)}
-	var secs float64
-	if json.Unmarshal(tok.ExpiresIn, &secs) == nil && secs > 0 {
+	if secs := seconds(tok.ExpiresIn); secs > 0 {
 		if at := now.Add(time.Duration(secs * float64(time.Second))); t.Expiry.IsZero() || at.Before(t.Expiry) {
 			t.Expiry = at
 		}
 	}
 	return t, nil
+}
+
+// seconds reads expires_in, a number or (as some providers send it) a
+// string of one; 0 when it is neither.
+func seconds(raw json.RawMessage) float64 {
+	var n float64
+	if json.Unmarshal(raw, &n) == nil {
+		return n
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		n, _ = strconv.ParseFloat(s, 64)
+	}
+	return n
 }
 
 // jwtExpiry is the exp claim of a JWT, read without verifying it (the API

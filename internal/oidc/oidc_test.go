@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -181,5 +182,41 @@ func TestTransport(t *testing.T) {
 	}
 	if auth[1] == auth[0] || auth[2] != auth[1] || p.Issued() != 2 {
 		t.Errorf("tokens: refused %q, then %q and %q, %d issued; want a new one after the 401, then kept", auth[0], auth[1], auth[2], p.Issued())
+	}
+}
+
+// TestFetchExpiry: a token is kept until its exp or the answer's
+// expires_in (a number or a string of one), whichever comes first.
+func TestFetchExpiry(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	jwt := func(claims string) string {
+		return base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256"}`)) + "." +
+			base64.RawURLEncoding.EncodeToString([]byte(claims)) + ".c2ln"
+	}
+	for _, tc := range []struct {
+		name, answer string
+		want         time.Time
+	}{
+		{"exp only", `{"id_token":"` + jwt(`{"exp":1800000600}`) + `"}`, now.Add(10 * time.Minute)},
+		{"expires_in sooner", `{"id_token":"` + jwt(`{"exp":1800000600}`) + `","expires_in":120}`, now.Add(2 * time.Minute)},
+		{"exp sooner", `{"id_token":"` + jwt(`{"exp":1800000060}`) + `","expires_in":120}`, now.Add(time.Minute)},
+		{"expires_in as a string", `{"id_token":"` + jwt(`{}`) + `","expires_in":"300"}`, now.Add(5 * time.Minute)},
+		{"neither", `{"id_token":"` + jwt(`{}`) + `"}`, time.Time{}},
+		{"not a JWT", `{"id_token":"opaque","expires_in":60}`, now.Add(time.Minute)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(tc.answer))
+			}))
+			defer srv.Close()
+			tok, err := oidc.Fetch(context.Background(), srv.Client(), oidc.Credentials{TokenURL: srv.URL, Username: "u", Password: "p", ClientID: "c"}, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tok.Expiry.Equal(tc.want) {
+				t.Errorf("expiry %v, want %v", tok.Expiry, tc.want)
+			}
+		})
 	}
 }

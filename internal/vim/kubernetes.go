@@ -127,7 +127,7 @@ func oidcToken(ctx context.Context, policy *outbound.Policy, cred map[string]any
 		return "", err
 	}
 	client := policy.Client(outbound.ClientOptions{Timeout: timeout, TLS: cfg, Probe: true})
-	tok, err := oidc.Fetch(ctx, client, OIDCCredentials(cred), time.Now())
+	tok, err := oidc.Fetch(ctx, client, oidcCredentials(cred), time.Now())
 	if re, ok := oidc.IsRejected(err); ok {
 		return "", failf(nil, "the OIDC provider at %s rejected the credentials of user %q for client %q (%s)", host(tokenURL), Str(cred, "username"), Str(cred, "client_id"), re.Error())
 	}
@@ -141,9 +141,9 @@ func oidcToken(ctx context.Context, policy *outbound.Policy, cred map[string]any
 	return tok.IDToken, nil
 }
 
-// OIDCCredentials are the password grant's fields of a Kubernetes VIM's
-// auth_cred (or a VIM connection's accessInfo).
-func OIDCCredentials(cred map[string]any) oidc.Credentials {
+// oidcCredentials are the password grant's fields of a Kubernetes VIM's
+// auth_cred.
+func oidcCredentials(cred map[string]any) oidc.Credentials {
 	return oidc.Credentials{TokenURL: Str(cred, "oidc_token_url"), Username: Str(cred, "username"), Password: Str(cred, "password"),
 		ClientID: Str(cred, "client_id"), ClientSecret: Str(cred, "client_secret")}
 }
