@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,8 @@ import (
 	"github.com/mini-vnfm/mini-vnfm/internal/kubeworld"
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/oidc"
+	"github.com/mini-vnfm/mini-vnfm/internal/outbound/outboundtest"
+	vimcheck "github.com/mini-vnfm/mini-vnfm/internal/vim"
 )
 
 const (
@@ -97,8 +100,9 @@ func waitOIDCAccepted(ctx context.Context, vim model.VimConnectionInfo) error {
 	return fmt.Errorf("the API server did not accept the provider's token (last answer %d): %w", status, ctx.Err())
 }
 
-// TestOIDCVim: a CNF is instantiated and terminated on a VIM that
-// authenticates with OIDC (Tacker's oidc_token_url form), the driver
+// TestOIDCVim: the registration's check of a VIM that authenticates with
+// OIDC (Tacker's oidc_token_url form) passes, then a CNF is instantiated and
+// terminated on it, the driver
 // getting one ID token for both operations; a rejected password and a user
 // without rights fail the operation with an error that says so, and no
 // secret.
@@ -113,6 +117,15 @@ func TestOIDCVim(t *testing.T) {
 		c.vim, c.in.VimConnectionInfo = v, []model.VimConnectionInfo{v}
 		return c
 	}
+	// The registration's check (POST /v1.0/vims) passes on this API server.
+	cred := maps.Clone(vim.AccessInfo)
+	cred["ssl_ca_cert"] = vim.InterfaceInfo["ssl_ca_cert"]
+	res, err := vimcheck.Verify(context.Background(), vimcheck.Target{Type: vimcheck.TypeKubernetes, AuthURL: vim.InterfaceInfo["endpoint"].(string),
+		Project: map[string]any{"name": "oidc"}, Cred: cred, Outbound: outboundtest.Policy(0)})
+	if err != nil || !slices.Contains(res.Regions, "oidc") || !slices.Contains(res.Regions, "kube-system") {
+		t.Fatalf("verifying the OIDC VIM as its registration does: %+v, %v; want the namespaces as regions", res, err)
+	}
+
 	issued := shared.idp.Issued()
 	c := on(vim)
 	c.mustInstantiate()
