@@ -92,11 +92,13 @@ func vimTypeOf(v *store.Vim) string {
 }
 
 // publicCredKeys are the auth_cred keys stored in the clear and shown by the
-// API; every other auth_cred value is sealed and shown as secrets.Mask.
+// API; every other auth_cred value is sealed and shown as secrets.Mask —
+// oidc_token_url too, like every key secrets.IsSecretKey matches (a URL may
+// carry a user and password).
 var publicCredKeys = []string{
 	"username", "user_id", "user_domain_name", "user_domain_id",
 	"project_name", "project_id", "project_domain_name", "project_domain_id",
-	"cert_verify", "ssl_ca_cert", "client_id", "oidc_token_url", "auth_url",
+	"cert_verify", "ssl_ca_cert", "client_id", "auth_url",
 }
 
 // IsPublicCredKey reports whether an auth_cred value may be shown.

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
+	"github.com/mini-vnfm/mini-vnfm/internal/oidc/oidctest"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 	"github.com/mini-vnfm/mini-vnfm/internal/vim/vimtest"
 )
@@ -171,5 +172,50 @@ func seedPackage(t *testing.T, db string) {
 	defer st.Close()
 	if err := st.PutPackage(context.Background(), lcmtest.SamplePackage()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestVimRegisterOIDC: a Kubernetes VIM whose config file names an OIDC
+// provider (oidc_token_url, username, password, client_id, client_secret;
+// ssl_ca_cert with the cluster's CA and the provider's) is registered by
+// the Tacker CLI after the server got an ID token and the API server took
+// it; a wrong password is refused naming the user and client, and no secret
+// is shown or logged.
+func TestVimRegisterOIDC(t *testing.T) {
+	idp, err := oidctest.Start("vnfm", "oidc-client-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(idp.Close)
+	idp.AddUser("alice", "oidc-password")
+	k8s := vimtest.NewKubernetes(t, "")
+	k8s.Accept = func(tok string) bool { u, ok := idp.Holder(tok); return ok && u == "alice" }
+	requireCLI(t)
+	srv := startVNFM(t)
+	c := newCLI(t, srv.base)
+	yaml := func(password string) string {
+		y := "auth_url: '" + k8s.URL() + "'\noidc_token_url: '" + idp.TokenURL() + "'\nusername: 'alice'\npassword: '" + password +
+			"'\nclient_id: 'vnfm'\nclient_secret: 'oidc-client-secret'\nproject_name: 'default'\ntype: 'kubernetes'\nssl_ca_cert: |\n"
+		for _, l := range strings.Split(strings.TrimSpace(k8s.CAPEM()+string(idp.CAPEM)), "\n") {
+			y += "  " + l + "\n"
+		}
+		return y
+	}
+	v := c.object("vim", "register", "--config-file", c.file("oidc.yaml", yaml("oidc-password")), "vimO", "-f", "json")
+	cred := nested(t, v, "auth_cred")
+	// oidc_token_url is sealed and masked like every key naming a token.
+	if v["status"] != "ACTIVE" || cred["oidc_token_url"] != "******" || cred["client_id"] != "vnfm" || cred["username"] != "alice" ||
+		cred["password"] != "******" || cred["client_secret"] != "******" {
+		t.Fatalf("OIDC VIM: %v", v)
+	}
+	if idp.Issued() != 1 || k8s.Calls.Load() == 0 {
+		t.Fatalf("%d ID tokens issued, %d API calls with one; want 1 and some", idp.Issued(), k8s.Calls.Load())
+	}
+	c.fail(`the OIDC provider at `+idp.URL+` rejected the credentials of user "alice" for client "vnfm" (401 Unauthorized: invalid_grant)`,
+		"vim", "register", "--config-file", c.file("oidc-bad.yaml", yaml("wrong-password")), "vimO2")
+	for _, s := range []string{"oidc-password", "oidc-client-secret", "wrong-password"} {
+		if strings.Contains(srv.Logs(), s) {
+			t.Fatalf("server log contains %q", s)
+		}
 	}
 }

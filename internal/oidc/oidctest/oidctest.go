@@ -36,7 +36,7 @@ type Provider struct {
 	mu       sync.Mutex
 	users    map[string]string // name → password
 	lifetime time.Duration
-	issued   int
+	issued   map[string]string // token → user
 }
 
 // KeyID is the kid of the provider's one signing key.
@@ -48,7 +48,8 @@ func Start(clientID, clientSecret string) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{ClientID: clientID, ClientSecret: clientSecret, key: key, users: map[string]string{}, lifetime: time.Hour}
+	p := &Provider{ClientID: clientID, ClientSecret: clientSecret, key: key, users: map[string]string{},
+		lifetime: time.Hour, issued: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", p.discovery)
 	mux.HandleFunc("GET /keys", p.keys)
@@ -80,7 +81,16 @@ func (p *Provider) SetLifetime(d time.Duration) {
 func (p *Provider) Issued() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.issued
+	return len(p.issued)
+}
+
+// Holder is the user the provider issued tok to ("", false: not one of its
+// tokens; its expiry is not checked).
+func (p *Provider) Holder(tok string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u, ok := p.issued[tok]
+	return u, ok
 }
 
 // Close stops the provider.
@@ -144,7 +154,7 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.mu.Lock()
-	p.issued++
+	p.issued[tok] = user
 	p.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "id_token": tok, "token_type": "Bearer",
 		"expires_in": int(lifetime / time.Second)})

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -126,6 +127,9 @@ type Kubernetes struct {
 	Username   string
 	Password   string
 	Namespaces []string
+	// Accept, when set, also accepts the bearer tokens it approves (the
+	// ID tokens of an OpenID provider); set it before the first request.
+	Accept func(token string) bool
 	// Calls counts authenticated requests; Rejected the 401 answers.
 	Calls, Rejected atomic.Int64
 }
@@ -148,7 +152,8 @@ func (k *Kubernetes) CAPEM() string {
 }
 
 func (k *Kubernetes) serve(w http.ResponseWriter, r *http.Request) {
-	ok := r.Header.Get("Authorization") == "Bearer "+k.Token && k.Token != ""
+	bearer, isBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	ok := isBearer && ((bearer == k.Token && k.Token != "") || (k.Accept != nil && k.Accept(bearer)))
 	if u, p, basic := r.BasicAuth(); basic && k.Username != "" {
 		ok = u == k.Username && p == k.Password
 	}
