@@ -63,6 +63,11 @@ func TestAcceptRefusesHostileManifests(t *testing.T) {
 		{name: "bad namespace", files: map[string]string{"a.yaml": many}, params: map[string]any{kdrv.ParamDefFiles: []any{"a.yaml"}, kdrv.ParamNamespace: "Bad_NS"}, want: []string{"not a valid namespace name"}},
 		{name: "owner references", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, ownerReferences: [{apiVersion: v1, kind: Pod, name: p, uid: u}]}\n"}, want: []string{"ownerReferences"}},
 		{name: "empty", files: map[string]string{"a.yaml": "---\n---\n"}, want: []string{"hold no Kubernetes object"}},
+		{name: "helm mode", files: map[string]string{"a.yaml": deploymentDoc}, params: map[string]any{kdrv.ParamDefFiles: []any{"a.yaml"}, "use_helm": "true"},
+			want: []string{"additionalParams.use_helm: Tacker's Helm mode is not supported", "helm template", "lcm-kubernetes-def-files"}},
+		{name: "helm parameters", files: map[string]string{"a.yaml": deploymentDoc},
+			params: map[string]any{kdrv.ParamDefFiles: []any{"a.yaml"}, "using_helm_install_param": []any{map[string]any{"exthelmchart": "false"}}},
+			want:   []string{"additionalParams.using_helm_install_param: Tacker's Helm mode is not supported"}},
 	}
 	drv := kdrv.New(kdrv.Options{})
 	vim := model.VimConnectionInfo{ID: "v", VimType: driverapi.VimTypeKubernetes, InterfaceInfo: map[string]any{"endpoint": "https://127.0.0.1:6443"}, AccessInfo: map[string]any{"bearer_token": "t"}}
@@ -91,6 +96,15 @@ func TestAcceptRefusesHostileManifests(t *testing.T) {
 				}
 			}
 		})
+	}
+	// Helm mode turned off, as Tacker's clients may send it, is no Helm mode.
+	for _, off := range []any{false, "false", "False", nil} {
+		err := drv.CheckRequest(context.Background(), &driverapi.Accept{Operation: model.OpInstantiate, Flavour: flavour(), Package: mapPackage{"a.yaml": deploymentDoc},
+			Instance: &model.VnfInstance{ID: "i", VimConnectionInfo: []model.VimConnectionInfo{vim}},
+			Request:  driverapi.Request{Instantiate: &model.InstantiateVnfRequest{FlavourID: "simple", AdditionalParams: map[string]any{kdrv.ParamDefFiles: []any{"a.yaml"}, "use_helm": off}}}})
+		if err != nil {
+			t.Errorf("use_helm %#v: %v", off, err)
+		}
 	}
 }
 

@@ -155,6 +155,9 @@ func (d *Driver) CheckRequest(ctx context.Context, a *driverapi.Accept) error {
 		if _, err := d.restConfig(&a.Instance.VimConnectionInfo[0]); err != nil {
 			return err
 		}
+		if err := refuseHelm(req.AdditionalParams); err != nil {
+			return err
+		}
 		levelID := req.InstantiationLevelID
 		if levelID == "" {
 			levelID = a.Flavour.DefaultInstantiationLevel

@@ -138,6 +138,26 @@ func readParams(ap map[string]any) (params, error) {
 	return p, nil
 }
 
+// helmParams are Tacker's Helm mode parameters (use_helm and the two that
+// go with it), which this driver does not implement.
+var helmParams = []string{"use_helm", "using_helm_install_param", "helm_replica_values"}
+
+// refuseHelm refuses an instantiation in Tacker's Helm mode rather than
+// deploy its def-files and ignore the charts (at request time only: an
+// instance's stored parameters do not stop its scale, heal or termination).
+func refuseHelm(ap map[string]any) error {
+	for _, k := range helmParams {
+		v, ok := ap[k]
+		if !ok || v == nil || v == false || (k == "use_helm" && (v == "false" || v == "False")) {
+			continue
+		}
+		return fmt.Errorf("additionalParams.%s: Tacker's Helm mode is not supported by this VNFM; deploy the chart's "+
+			"manifests instead: render them (helm template <release> <chart> --namespace <ns> > Files/kubernetes/<release>.yaml), "+
+			"add the file to the VNF package and list it in additionalParams.%s, without %s", k, ParamDefFiles, strings.Join(helmParams, ", "))
+	}
+	return nil
+}
+
 // object is one manifest document as the driver creates it.
 type object struct {
 	File string // package path
