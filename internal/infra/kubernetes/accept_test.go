@@ -98,7 +98,7 @@ func TestAcceptRefusesHostileManifests(t *testing.T) {
 		})
 	}
 	// Helm mode turned off, as Tacker's clients may send it, is no Helm mode.
-	for _, off := range []any{false, "false", "False", nil} {
+	for _, off := range []any{false, "false", "False", "FALSE", "", nil} {
 		err := drv.CheckRequest(context.Background(), &driverapi.Accept{Operation: model.OpInstantiate, Flavour: flavour(), Package: mapPackage{"a.yaml": deploymentDoc},
 			Instance: &model.VnfInstance{ID: "i", VimConnectionInfo: []model.VimConnectionInfo{vim}},
 			Request:  driverapi.Request{Instantiate: &model.InstantiateVnfRequest{FlavourID: "simple", AdditionalParams: map[string]any{kdrv.ParamDefFiles: []any{"a.yaml"}, "use_helm": off}}}})

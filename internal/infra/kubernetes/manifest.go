@@ -148,7 +148,7 @@ var helmParams = []string{"use_helm", "using_helm_install_param", "helm_replica_
 func refuseHelm(ap map[string]any) error {
 	for _, k := range helmParams {
 		v, ok := ap[k]
-		if !ok || v == nil || v == false || (k == "use_helm" && (v == "false" || v == "False")) {
+		if s, isStr := v.(string); !ok || v == nil || v == false || (k == "use_helm" && isStr && (s == "" || strings.EqualFold(s, "false"))) {
 			continue
 		}
 		return fmt.Errorf("additionalParams.%s: Tacker's Helm mode is not supported by this VNFM; deploy the chart's "+
