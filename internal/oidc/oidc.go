@@ -171,18 +171,36 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 	return t.IDToken, nil
 }
 
-// explain words a failed fetch for the operation's error: never with the
-// password or the client secret, never with the provider's free text.
+// Provider is the scheme and host of the token URL: how messages name the
+// provider (never its path or query).
+func (c Credentials) Provider() string {
+	if u, err := url.Parse(c.TokenURL); err == nil && u.Host != "" {
+		return u.Scheme + "://" + u.Host
+	}
+	return c.TokenURL
+}
+
+// Rejection says who rejected whose credentials: never the password or the
+// client secret, never the provider's free text.
+func (c Credentials) Rejection(re *RejectedError) string {
+	return fmt.Sprintf("the OIDC provider at %s rejected the credentials of user %q for client %q (%s)", c.Provider(), c.Username, c.ClientID, re.Error())
+}
+
+// rejectedError is a refusal worded for an operation's error.
+type rejectedError struct {
+	msg string
+	re  *RejectedError
+}
+
+func (e *rejectedError) Error() string { return e.msg }
+func (e *rejectedError) Unwrap() error { return e.re }
+
+// explain words a failed fetch for the operation's error.
 func (s *Source) explain(err error) error {
-	host := s.cred.TokenURL
-	if u, perr := url.Parse(host); perr == nil && u.Host != "" {
-		host = u.Scheme + "://" + u.Host
-	}
 	if re, ok := IsRejected(err); ok {
-		return fmt.Errorf("the OIDC provider at %s rejected the credentials of user %q for client %q (%w); "+
-			"correct them in the VIM's registration (openstack vim set --config-file) or at the provider", host, s.cred.Username, s.cred.ClientID, re)
+		return &rejectedError{msg: s.cred.Rejection(re) + "; correct them in the VIM's registration (openstack vim set --config-file) or at the provider", re: re}
 	}
-	return fmt.Errorf("getting an ID token from the OIDC provider at %s: %w", host, err)
+	return fmt.Errorf("getting an ID token from the OIDC provider at %s: %w", s.cred.Provider(), err)
 }
 
 // Refused drops tok (a request was refused with it, 401), so that the

@@ -127,9 +127,10 @@ func oidcToken(ctx context.Context, policy *outbound.Policy, cred map[string]any
 		return "", err
 	}
 	client := policy.Client(outbound.ClientOptions{Timeout: timeout, TLS: cfg, Probe: true})
-	tok, err := oidc.Fetch(ctx, client, oidcCredentials(cred), time.Now())
+	c := oidcCredentials(cred)
+	tok, err := oidc.Fetch(ctx, client, c, time.Now())
 	if re, ok := oidc.IsRejected(err); ok {
-		return "", failf(nil, "the OIDC provider at %s rejected the credentials of user %q for client %q (%s)", host(tokenURL), Str(cred, "username"), Str(cred, "client_id"), re.Error())
+		return "", failf(nil, "%s", c.Rejection(re))
 	}
 	if err != nil {
 		var ue *url.Error
