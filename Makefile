@@ -51,13 +51,8 @@ bench: ## measure engine latency and rate, API reads vs pgbench, big filtered li
 	$(GO) build -o bin/vnfm-bench ./cmd/vnfm-bench
 	bin/vnfm-bench -out bench/results $(BENCHFLAGS)
 
-fuzz: ## run every `go test -fuzz` target of the repository for FUZZTIME each (default 10s)
-	@grep -rEo --include='*_test.go' --exclude-dir=.git '^func Fuzz[A-Za-z0-9_]+' . | sort | \
-	while IFS=: read -r file decl; do \
-		dir=$$(dirname "$$file"); name=$${decl#func }; \
-		echo "go test -run '^$$' -fuzz '^$$name\$$' -fuzztime $(or $(FUZZTIME),10s) $$dir"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(or $(FUZZTIME),10s) "$$dir" || exit 1; \
-	done
+fuzz: ## run every `go test -fuzz` target of the repository for FUZZTIME each (default 10s; scripts/fuzz.sh)
+	GO=$(GO) scripts/fuzz.sh $(or $(FUZZTIME),10s)
 
 demo: ## drive a running `make run` through a cluster's whole lifecycle and a CNF's on it, with live progress (PACKAGE=<sample>, default kubeadm-ha; PACKAGE=list lists them; DEMOFLAGS=-cnf=false: no CNF)
 	@CGO_ENABLED=0 $(GO) build -o bin/vnfm-demo ./cmd/vnfm-demo
