@@ -101,7 +101,7 @@ func (d *Driver) restConfig(vim *model.VimConnectionInfo) (*rest.Config, error) 
 // its TLS trusting the system's roots and ssl_ca_cert (Tacker's "cluster CA
 // and IdP CA concatenated"), through the outbound policy. Connections with
 // the same credentials share one source, so operations and refreshes reuse
-// a token until it is about to expire.
+// a token until it is about to expire (oidcSources).
 func (d *Driver) oidcSource(vim *model.VimConnectionInfo, caPEM []byte, insecure bool) (*oidc.Source, error) {
 	c := oidc.Credentials{TokenURL: str(vim.AccessInfo, "oidc_token_url"), Username: str(vim.AccessInfo, "username"),
 		Password: str(vim.AccessInfo, "password"), ClientID: str(vim.AccessInfo, "client_id"), ClientSecret: str(vim.AccessInfo, "client_secret")}
@@ -116,29 +116,26 @@ func (d *Driver) oidcSource(vim *model.VimConnectionInfo, caPEM []byte, insecure
 		h.Write([]byte(f))
 		h.Write([]byte{0})
 	}
-	key := string(h.Sum(nil))
-	if s, ok := d.oidc.Load(key); ok {
-		return s.(*oidc.Source), nil
-	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // only when the VIM was registered with cert_verify False
-	if len(caPEM) > 0 && !insecure {
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
+	return d.oidc.get(string(h.Sum(nil)), func() (*oidc.Source, *http.Client, error) {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // only when the VIM was registered with cert_verify False
+		if len(caPEM) > 0 && !insecure {
+			pool, err := x509.SystemCertPool()
+			if err != nil || pool == nil {
+				pool = x509.NewCertPool()
+			}
+			if !pool.AppendCertsFromPEM(caPEM) {
+				return nil, nil, fmt.Errorf("VIM connection %s: interfaceInfo.ssl_ca_cert holds no PEM certificate", vim.ID)
+			}
+			tc.RootCAs = pool
 		}
-		if !pool.AppendCertsFromPEM(caPEM) {
-			return nil, fmt.Errorf("VIM connection %s: interfaceInfo.ssl_ca_cert holds no PEM certificate", vim.ID)
+		var client *http.Client
+		if d.opts.Outbound != nil {
+			client = d.opts.Outbound.Client(outbound.ClientOptions{Timeout: d.opts.RequestTimeout, TLS: tc})
+		} else {
+			client = &http.Client{Timeout: d.opts.RequestTimeout, Transport: &http.Transport{TLSClientConfig: tc}}
 		}
-		tc.RootCAs = pool
-	}
-	var client *http.Client
-	if d.opts.Outbound != nil {
-		client = d.opts.Outbound.Client(outbound.ClientOptions{Timeout: d.opts.RequestTimeout, TLS: tc})
-	} else {
-		client = &http.Client{Timeout: d.opts.RequestTimeout, Transport: &http.Transport{TLSClientConfig: tc}}
-	}
-	s, _ := d.oidc.LoadOrStore(key, oidc.NewSource(client, c))
-	return s.(*oidc.Source), nil
+		return oidc.NewSource(client, c), client, nil
+	})
 }
 
 func (d *Driver) connect(vim *model.VimConnectionInfo) (*cluster, error) {

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,7 +44,7 @@ type Options struct {
 // Driver is the Kubernetes infra driver. It is safe for concurrent use.
 type Driver struct {
 	opts Options
-	oidc sync.Map // credentials' digest → *oidc.Source (oidcSource)
+	oidc oidcSources // credentials' digest → ID token source (oidcSource)
 }
 
 var _ driverapi.InfraDriver = (*Driver)(nil)
