@@ -31,6 +31,7 @@ package outbound
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -398,4 +399,35 @@ func Describe(err error) string {
 	}
 	// What is left (EOF, malformed answers) may quote the remote's bytes.
 	return "no valid HTTP answer"
+}
+
+// ErrNoCertificate is TLSConfig's error for a CA bundle with no PEM
+// certificate in it.
+var ErrNoCertificate = errors.New("holds no PEM certificate")
+
+// TLSConfig is the TLS of a connection to a client-registered endpoint:
+// TLS 1.2 or later, trusting caPEM when given (with the system's roots too
+// when withSystem) and the system's roots alone when not; insecure (a VIM
+// registered with cert_verify False, explicitly) verifies nothing.
+func TLSConfig(caPEM []byte, withSystem, insecure bool) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if insecure {
+		cfg.InsecureSkipVerify = true //nolint:gosec // the user asked for it explicitly
+		return cfg, nil
+	}
+	if len(caPEM) == 0 {
+		return cfg, nil
+	}
+	var pool *x509.CertPool
+	if withSystem {
+		pool, _ = x509.SystemCertPool()
+	}
+	if pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, ErrNoCertificate
+	}
+	cfg.RootCAs = pool
+	return cfg, nil
 }

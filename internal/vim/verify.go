@@ -105,32 +105,18 @@ func Verify(ctx context.Context, t Target) (*Result, error) {
 // trusts that CA (with withSystem, in addition to the system roots);
 // cert_verify "False" skips certificate checks (explicit only).
 func tlsConfig(cred map[string]any, withSystem bool) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	insecure := false
 	if v, ok := cred["cert_verify"]; ok {
 		b, err := Bool(v)
 		if err != nil {
 			return nil, failf(err, "auth_cred.cert_verify must be True or False, not %v", v)
 		}
-		if !b {
-			cfg.InsecureSkipVerify = true // the user asked for it explicitly
-			return cfg, nil
-		}
+		insecure = !b
 	}
-	pem := Str(cred, "ssl_ca_cert")
-	if pem == "" {
-		return cfg, nil
-	}
-	var pool *x509.CertPool
-	if withSystem {
-		pool, _ = x509.SystemCertPool()
-	}
-	if pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM([]byte(pem)) {
+	cfg, err := outbound.TLSConfig([]byte(Str(cred, "ssl_ca_cert")), withSystem, insecure)
+	if err != nil {
 		return nil, failf(nil, "auth_cred.ssl_ca_cert holds no PEM certificate (give the CA certificate text, -----BEGIN CERTIFICATE----- …)")
 	}
-	cfg.RootCAs = pool
 	return cfg, nil
 }
 

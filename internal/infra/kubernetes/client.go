@@ -2,8 +2,6 @@ package kubernetes
 
 import (
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -117,16 +115,9 @@ func (d *Driver) oidcSource(vim *model.VimConnectionInfo, caPEM []byte, insecure
 		h.Write([]byte{0})
 	}
 	return d.oidc.get(string(h.Sum(nil)), func() (*oidc.Source, *http.Client, error) {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // only when the VIM was registered with cert_verify False
-		if len(caPEM) > 0 && !insecure {
-			pool, err := x509.SystemCertPool()
-			if err != nil || pool == nil {
-				pool = x509.NewCertPool()
-			}
-			if !pool.AppendCertsFromPEM(caPEM) {
-				return nil, nil, fmt.Errorf("VIM connection %s: interfaceInfo.ssl_ca_cert holds no PEM certificate", vim.ID)
-			}
-			tc.RootCAs = pool
+		tc, err := outbound.TLSConfig(caPEM, true, insecure)
+		if err != nil {
+			return nil, nil, fmt.Errorf("VIM connection %s: interfaceInfo.ssl_ca_cert holds no PEM certificate", vim.ID)
 		}
 		var client *http.Client
 		if d.opts.Outbound != nil {

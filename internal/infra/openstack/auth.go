@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -190,19 +188,9 @@ func (d *Driver) clientsFor(ctx context.Context, a access) (*clients, error) {
 }
 
 func (d *Driver) httpClient(a access) (http.Client, error) {
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	switch {
-	case a.Insecure:
-		tlsCfg.InsecureSkipVerify = true // explicit in the VIM (cert_verify False)
-	case a.CACert != "":
-		pool, _ := x509.SystemCertPool()
-		if pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM([]byte(a.CACert)) {
-			return http.Client{}, errors.New("the VIM's ssl_ca_cert holds no PEM certificate")
-		}
-		tlsCfg.RootCAs = pool
+	tlsCfg, err := outbound.TLSConfig([]byte(a.CACert), true, a.Insecure)
+	if err != nil {
+		return http.Client{}, errors.New("the VIM's ssl_ca_cert holds no PEM certificate")
 	}
 	if a.Supplied {
 		c := d.opts.Outbound.Client(outbound.ClientOptions{TLS: tlsCfg, Timeout: d.opts.HTTPTimeout})
