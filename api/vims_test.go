@@ -2,13 +2,18 @@ package api_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
-	"k8s.io/client-go/tools/clientcmd"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	_ "k8s.io/client-go/plugin/pkg/client/auth/oidc" // kubectl's oidc auth provider
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/model"
 	"github.com/mini-vnfm/mini-vnfm/internal/vim/vimtest"
@@ -244,7 +249,97 @@ func TestVimKubeconfig(t *testing.T) {
 	if r := e.expect(e.do("GET", "/v1.0/vims/"+kid, ""), http.StatusOK); strings.Contains(string(r.body), "tok-k8s-secret") {
 		t.Errorf("GET /v1.0/vims/{id} shows the token: %s", r.body)
 	}
+	// cert_verify False, as the CLI's VIM file puts it (in extra): the
+	// kubeconfig skips verification too.
+	body := strings.Replace(cliKubernetesVim(k8s.URL(), "vimI", "tok-k8s-secret", ""), `"is_default": false}`,
+		`"is_default": false, "extra": {"cert_verify": "False"}}`, 1)
+	iid := vimOf(t, e.expect(e.do("POST", "/v1.0/vims.json", body), http.StatusCreated))["id"].(string)
+	icfg, err := clientcmd.Load(e.expect(e.do("GET", "/v1.0/vims/"+iid+"/kubeconfig", ""), http.StatusOK).body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := icfg.Clusters["vimI"]; c == nil || !c.InsecureSkipTLSVerify || len(c.CertificateAuthorityData) != 0 {
+		t.Errorf("cluster of a VIM registered with extra cert_verify False: %+v", c)
+	}
 	e.expect(e.do("GET", "/v1.0/vims/"+oid+"/kubeconfig", ""), http.StatusConflict)
 	e.expect(e.do("GET", "/v1.0/vims/"+uuid.NewString()+"/kubeconfig", ""), http.StatusNotFound)
 	e.expect(e.do("GET", "/v1.0/vims/"+kid+"/kubeconfig?x=1", ""), http.StatusBadRequest)
+}
+
+// TestVimKubeconfigOIDC: an OIDC VIM's kubeconfig uses kubectl's oidc auth
+// provider with an ID token got when it is issued, the issuer the token
+// names and a refresh token, so client-go reaches the cluster with it and,
+// once the ID token expires, refreshes it at the provider by itself. The
+// password is not in it; a provider that refuses the VIM's credentials is a
+// 409 saying so.
+func TestVimKubeconfigOIDC(t *testing.T) {
+	e := newEnv(t, 100, false)
+	idp, k8s := vimtest.NewOIDCKubernetes(t, "oidc-client-secret", "oidc-password")
+	ca := k8s.CAPEM() + string(idp.CAPEM)
+	caJSON, _ := json.Marshal(ca)
+	body := `{"vim": {"auth_url": "` + k8s.URL() + `", "type": "kubernetes", "vim_project": {"name": "default"}, "name": "vimO", ` +
+		`"auth_cred": {"oidc_token_url": "` + idp.TokenURL() + `", "username": "alice", "password": "oidc-password", ` +
+		`"client_id": "vnfm", "client_secret": "oidc-client-secret", "ssl_ca_cert": ` + string(caJSON) + `}}}`
+	id := vimOf(t, e.expect(e.do("POST", "/v1.0/vims.json", body), http.StatusCreated))["id"].(string)
+
+	// Tokens issued from now on expire within kubectl's 10 s margin: the
+	// first request made with the kubeconfig refreshes its ID token.
+	idp.SetLifetime(5 * time.Second)
+	issued := idp.Issued()
+	r := e.expect(e.do("GET", "/v1.0/vims/"+id+"/kubeconfig", ""), http.StatusOK)
+	if strings.Contains(string(r.body), "oidc-password") {
+		t.Fatalf("the kubeconfig holds the VIM's password:\n%s", r.body)
+	}
+	cfg, err := clientcmd.Load(r.body)
+	if err != nil {
+		t.Fatalf("not a kubeconfig: %v\n%s", err, r.body)
+	}
+	ap := cfg.AuthInfos["vimO"].AuthProvider
+	if ap == nil || ap.Name != "oidc" {
+		t.Fatalf("auth provider %+v, want oidc", ap)
+	}
+	pc := ap.Config
+	caData, _ := base64.StdEncoding.DecodeString(pc["idp-certificate-authority-data"])
+	if u, ok := idp.Holder(pc["id-token"]); !ok || u != "alice" || idp.Issued() != issued+1 {
+		t.Errorf("id-token is not the one the provider issued to alice now (issued %d → %d)", issued, idp.Issued())
+	}
+	if pc["idp-issuer-url"] != idp.URL || pc["client-id"] != "vnfm" || pc["client-secret"] != "oidc-client-secret" ||
+		pc["refresh-token"] == "" || string(caData) != ca {
+		t.Errorf("oidc config: issuer %q client %q/%q refresh token %q CA %q", pc["idp-issuer-url"], pc["client-id"],
+			pc["client-secret"], pc["refresh-token"], caData)
+	}
+	rc, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	calls := k8s.Calls.Load()
+	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("client-go with the kubeconfig: %v", err)
+	}
+	if len(nss.Items) != 2 || k8s.Calls.Load() != calls+1 || idp.Refreshed() != 1 {
+		t.Errorf("%d namespaces, %d API calls, %d refreshes; want 2, 1, 1", len(nss.Items), k8s.Calls.Load()-calls, idp.Refreshed())
+	}
+	if !strings.Contains(e.logs.String(), "audit: kubeconfig issued") {
+		t.Errorf("no audit record of the issue in the log")
+	}
+
+	// The provider no longer takes the VIM's password.
+	idp.AddUser("alice", "changed-password")
+	r = e.expect(e.do("GET", "/v1.0/vims/"+id+"/kubeconfig", ""), http.StatusConflict)
+	want := `no ID token for its kubeconfig: the OIDC provider at ` + idp.URL + ` rejected the credentials of user "alice" for client "vnfm" (401 Unauthorized: invalid_grant)`
+	if d, _ := r.json(t)["detail"].(string); !strings.Contains(d, want) {
+		t.Fatalf("detail %q, want %q", d, want)
+	}
+	for _, s := range []string{"oidc-password", "oidc-client-secret"} {
+		if strings.Contains(e.logs.String(), s) {
+			t.Fatalf("the log holds %q", s)
+		}
+	}
 }

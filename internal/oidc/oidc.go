@@ -34,6 +34,11 @@ type Credentials struct {
 type Token struct {
 	IDToken string
 	Expiry  time.Time
+	// Issuer is the ID token's iss claim ("" when it has none): the
+	// provider's issuer URL, where its discovery document is.
+	Issuer string
+	// RefreshToken is the grant's refresh_token ("" when it sent none).
+	RefreshToken string
 }
 
 // RejectedError is a provider's answer without an ID token.
@@ -79,9 +84,10 @@ func Fetch(ctx context.Context, client *http.Client, c Credentials, now time.Tim
 	defer res.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	var tok struct {
-		IDToken   string          `json:"id_token"`
-		ExpiresIn json.RawMessage `json:"expires_in"`
-		Error     string          `json:"error"`
+		IDToken      string          `json:"id_token"`
+		RefreshToken string          `json:"refresh_token"`
+		ExpiresIn    json.RawMessage `json:"expires_in"`
+		Error        string          `json:"error"`
 	}
 	_ = json.Unmarshal(body, &tok)
 	if res.StatusCode != http.StatusOK || tok.IDToken == "" {
@@ -91,7 +97,8 @@ func Fetch(ctx context.Context, client *http.Client, c Credentials, now time.Tim
 		}
 		return Token{}, e
 	}
-	t := Token{IDToken: tok.IDToken, Expiry: jwtExpiry(tok.IDToken)}
+	t := Token{IDToken: tok.IDToken, RefreshToken: tok.RefreshToken}
+	t.Expiry, t.Issuer = jwtClaims(tok.IDToken)
 	if secs := seconds(tok.ExpiresIn); secs > 0 {
 		if at := now.Add(time.Duration(secs * float64(time.Second))); t.Expiry.IsZero() || at.Before(t.Expiry) {
 			t.Expiry = at
@@ -114,25 +121,29 @@ func seconds(raw json.RawMessage) float64 {
 	return n
 }
 
-// jwtExpiry is the exp claim of a JWT, read without verifying it (the API
-// server verifies the token; this only says when to get a new one); zero
-// when it has none.
-func jwtExpiry(jwt string) time.Time {
+// jwtClaims are the exp and iss claims of a JWT, read without verifying it
+// (the API server verifies the token; these only say when to get a new one
+// and where its provider is); zero when it has none.
+func jwtClaims(jwt string) (exp time.Time, iss string) {
 	parts := strings.Split(jwt, ".")
 	if len(parts) != 3 {
-		return time.Time{}
+		return time.Time{}, ""
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
 	if err != nil {
-		return time.Time{}
+		return time.Time{}, ""
 	}
 	var claims struct {
 		Exp float64 `json:"exp"`
+		Iss string  `json:"iss"`
 	}
-	if json.Unmarshal(payload, &claims) != nil || claims.Exp <= 0 {
-		return time.Time{}
+	if json.Unmarshal(payload, &claims) != nil {
+		return time.Time{}, ""
 	}
-	return time.Unix(int64(claims.Exp), 0)
+	if claims.Exp > 0 {
+		exp = time.Unix(int64(claims.Exp), 0)
+	}
+	return exp, claims.Iss
 }
 
 // Refresh is how long before its expiry a token is replaced: a request

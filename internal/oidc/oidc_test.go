@@ -64,6 +64,9 @@ func TestFetch(t *testing.T) {
 			if strings.Count(tok.IDToken, ".") != 2 {
 				t.Errorf("ID token %q is not a JWT", tok.IDToken)
 			}
+			if tok.Issuer != p.URL || tok.RefreshToken == "" {
+				t.Errorf("issuer %q (want %q), refresh token %q", tok.Issuer, p.URL, tok.RefreshToken)
+			}
 			// exp is whole seconds; expires_in from now: the earlier wins.
 			if d := tok.Expiry.Sub(now); d > tc.lifetime || d < tc.lifetime-2*time.Second {
 				t.Errorf("expiry %v after the request, want about %v", d, tc.lifetime)
@@ -186,7 +189,8 @@ func TestTransport(t *testing.T) {
 }
 
 // TestFetchExpiry: a token is kept until its exp or the answer's
-// expires_in (a number or a string of one), whichever comes first.
+// expires_in (a number or a string of one), whichever comes first; its iss
+// is the issuer.
 func TestFetchExpiry(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	jwt := func(claims string) string {
@@ -196,13 +200,14 @@ func TestFetchExpiry(t *testing.T) {
 	for _, tc := range []struct {
 		name, answer string
 		want         time.Time
+		issuer       string
 	}{
-		{"exp only", `{"id_token":"` + jwt(`{"exp":1800000600}`) + `"}`, now.Add(10 * time.Minute)},
-		{"expires_in sooner", `{"id_token":"` + jwt(`{"exp":1800000600}`) + `","expires_in":120}`, now.Add(2 * time.Minute)},
-		{"exp sooner", `{"id_token":"` + jwt(`{"exp":1800000060}`) + `","expires_in":120}`, now.Add(time.Minute)},
-		{"expires_in as a string", `{"id_token":"` + jwt(`{}`) + `","expires_in":"300"}`, now.Add(5 * time.Minute)},
-		{"neither", `{"id_token":"` + jwt(`{}`) + `"}`, time.Time{}},
-		{"not a JWT", `{"id_token":"opaque","expires_in":60}`, now.Add(time.Minute)},
+		{"exp only", `{"id_token":"` + jwt(`{"exp":1800000600,"iss":"https://idp.example"}`) + `"}`, now.Add(10 * time.Minute), "https://idp.example"},
+		{"expires_in sooner", `{"id_token":"` + jwt(`{"exp":1800000600}`) + `","expires_in":120}`, now.Add(2 * time.Minute), ""},
+		{"exp sooner", `{"id_token":"` + jwt(`{"exp":1800000060}`) + `","expires_in":120}`, now.Add(time.Minute), ""},
+		{"expires_in as a string", `{"id_token":"` + jwt(`{}`) + `","expires_in":"300"}`, now.Add(5 * time.Minute), ""},
+		{"neither", `{"id_token":"` + jwt(`{}`) + `"}`, time.Time{}, ""},
+		{"not a JWT", `{"id_token":"opaque","expires_in":60}`, now.Add(time.Minute), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -214,8 +219,8 @@ func TestFetchExpiry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !tok.Expiry.Equal(tc.want) {
-				t.Errorf("expiry %v, want %v", tok.Expiry, tc.want)
+			if !tok.Expiry.Equal(tc.want) || tok.Issuer != tc.issuer {
+				t.Errorf("expiry %v, issuer %q; want %v, %q", tok.Expiry, tok.Issuer, tc.want, tc.issuer)
 			}
 		})
 	}

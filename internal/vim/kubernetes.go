@@ -46,12 +46,12 @@ func verifyKubernetes(ctx context.Context, t Target, client *http.Client, timeou
 		what = fmt.Sprintf("the password of user %q", Str(t.Cred, "username"))
 		authorize = func(r *http.Request) { r.SetBasicAuth(Str(t.Cred, "username"), Str(t.Cred, "password")) }
 	case "oidc":
-		tok, err := oidcToken(ctx, t.Outbound, t.Cred, timeout)
+		tok, err := OIDCToken(ctx, t.Outbound, t.Cred, timeout)
 		if err != nil {
 			return nil, err
 		}
 		what = fmt.Sprintf("the OIDC token of user %q", Str(t.Cred, "username"))
-		authorize = func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+		authorize = func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok.IDToken) }
 	}
 	base := strings.TrimRight(t.AuthURL, "/")
 	get := func(path string) (*http.Response, []byte, error) {
@@ -113,33 +113,36 @@ func verifyKubernetes(ctx context.Context, t Target, client *http.Client, timeou
 	return out, nil
 }
 
-// oidcToken gets an ID token by the resource owner password grant.
-func oidcToken(ctx context.Context, policy *outbound.Policy, cred map[string]any, timeout time.Duration) (string, error) {
+// OIDCToken gets an ID token by the resource owner password grant with a
+// Kubernetes VIM's auth_cred (oidc_token_url, username, password,
+// client_id, client_secret), through policy, trusting the system's roots and
+// ssl_ca_cert. Its errors are *Error, for people.
+func OIDCToken(ctx context.Context, policy *outbound.Policy, cred map[string]any, timeout time.Duration) (oidc.Token, error) {
 	tokenURL := Str(cred, "oidc_token_url")
 	if u, err := url.Parse(tokenURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", failf(err, "auth_cred.oidc_token_url %q is not an http(s) URL", tokenURL)
+		return oidc.Token{}, failf(err, "auth_cred.oidc_token_url %q is not an http(s) URL", tokenURL)
 	}
 	if err := policy.CheckURL(ctx, tokenURL); err != nil {
-		return "", failf(err, "auth_cred.oidc_token_url: %v", err)
+		return oidc.Token{}, failf(err, "auth_cred.oidc_token_url: %v", err)
 	}
 	cfg, err := tlsConfig(cred, true)
 	if err != nil {
-		return "", err
+		return oidc.Token{}, err
 	}
 	client := policy.Client(outbound.ClientOptions{Timeout: timeout, TLS: cfg, Probe: true})
 	c := oidcCredentials(cred)
 	tok, err := oidc.Fetch(ctx, client, c, time.Now())
 	if re, ok := oidc.IsRejected(err); ok {
-		return "", failf(nil, "%s", c.Rejection(re))
+		return oidc.Token{}, failf(nil, "%s", c.Rejection(re))
 	}
 	if err != nil {
 		var ue *url.Error
 		if !errors.As(err, &ue) {
-			return "", failf(err, "auth_cred.oidc_token_url %q: %v", tokenURL, err)
+			return oidc.Token{}, failf(err, "auth_cred.oidc_token_url %q: %v", tokenURL, err)
 		}
-		return "", reachError("the OIDC provider", tokenURL, timeout, err)
+		return oidc.Token{}, reachError("the OIDC provider", tokenURL, timeout, err)
 	}
-	return tok.IDToken, nil
+	return tok, nil
 }
 
 // oidcCredentials are the password grant's fields of a Kubernetes VIM's

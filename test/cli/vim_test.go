@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mini-vnfm/mini-vnfm/internal/lcmtest"
-	"github.com/mini-vnfm/mini-vnfm/internal/oidc/oidctest"
 	"github.com/mini-vnfm/mini-vnfm/internal/store"
 	"github.com/mini-vnfm/mini-vnfm/internal/vim/vimtest"
 )
@@ -182,14 +181,7 @@ func seedPackage(t *testing.T, db string) {
 // it; a wrong password is refused naming the user and client, and no secret
 // is shown or logged.
 func TestVimRegisterOIDC(t *testing.T) {
-	idp, err := oidctest.Start("vnfm", "oidc-client-secret")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(idp.Close)
-	idp.AddUser("alice", "oidc-password")
-	k8s := vimtest.NewKubernetes(t, "")
-	k8s.Accept = func(tok string) bool { u, ok := idp.Holder(tok); return ok && u == "alice" }
+	idp, k8s := vimtest.NewOIDCKubernetes(t, "oidc-client-secret", "oidc-password")
 	requireCLI(t)
 	srv := startVNFM(t)
 	c := newCLI(t, srv.base)

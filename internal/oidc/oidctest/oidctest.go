@@ -1,6 +1,7 @@
 // Package oidctest is an OpenID provider for tests, on 127.0.0.1 over
 // HTTPS: discovery, a JWKS, and a token endpoint serving the resource owner
-// password grant to its users with RS256-signed ID tokens — what a
+// password grant to its users (and the refresh_token grant of the refresh
+// tokens it hands out with them) with RS256-signed ID tokens — what a
 // kube-apiserver started with --oidc-issuer-url verifies, and what a Tacker
 // OIDC Kubernetes VIM's oidc_token_url names.
 package oidctest
@@ -33,10 +34,12 @@ type Provider struct {
 	srv *httptest.Server
 	key *rsa.PrivateKey
 
-	mu       sync.Mutex
-	users    map[string]string // name → password
-	lifetime time.Duration
-	issued   map[string]string // token → user
+	mu        sync.Mutex
+	users     map[string]string // name → password
+	lifetime  time.Duration
+	issued    map[string]string // token → user
+	refresh   map[string]string // refresh token → user
+	refreshed int
 }
 
 // KeyID is the kid of the provider's one signing key.
@@ -49,7 +52,7 @@ func Start(clientID, clientSecret string) (*Provider, error) {
 		return nil, err
 	}
 	p := &Provider{ClientID: clientID, ClientSecret: clientSecret, key: key, users: map[string]string{},
-		lifetime: time.Hour, issued: map[string]string{}}
+		lifetime: time.Hour, issued: map[string]string{}, refresh: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", p.discovery)
 	mux.HandleFunc("GET /keys", p.keys)
@@ -84,6 +87,14 @@ func (p *Provider) Issued() int {
 	return len(p.issued)
 }
 
+// Refreshed is how many tokens the provider has issued by the
+// refresh_token grant.
+func (p *Provider) Refreshed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refreshed
+}
+
 // Holder is the user the provider issued tok to ("", false: not one of its
 // tokens; its expiry is not checked).
 func (p *Provider) Holder(tok string) (string, bool) {
@@ -108,7 +119,7 @@ func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {
 		"issuer": p.URL, "jwks_uri": p.URL + "/keys", "token_endpoint": p.TokenURL(),
 		"authorization_endpoint": p.URL + "/auth", "response_types_supported": []string{"id_token"},
 		"subject_types_supported": []string{"public"}, "id_token_signing_alg_values_supported": []string{"RS256"},
-		"grant_types_supported": []string{"password"}})
+		"grant_types_supported": []string{"password", "refresh_token"}})
 }
 
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
@@ -120,44 +131,68 @@ func (p *Provider) keys(w http.ResponseWriter, _ *http.Request) {
 		"n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes())}}})
 }
 
-// token serves the password grant (RFC 6749 4.3) and its errors (5.2).
+// token serves the password grant (RFC 6749 4.3), the refresh_token grant
+// (6) of the refresh tokens it issued, and their errors (5.2).
 func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
 		return
 	}
 	f := r.PostForm
-	if f.Get("grant_type") != "password" {
+	grant := f.Get("grant_type")
+	if grant != "password" && grant != "refresh_token" {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
 		return
 	}
-	if f.Get("client_id") != p.ClientID || (p.ClientSecret != "" && f.Get("client_secret") != p.ClientSecret) {
+	// client_secret_post or client_secret_basic (the refresh of a
+	// kubeconfig's oidc auth provider sends the latter).
+	id, secret, basic := r.BasicAuth()
+	if !basic {
+		id, secret = f.Get("client_id"), f.Get("client_secret")
+	}
+	if id != p.ClientID || (p.ClientSecret != "" && secret != p.ClientSecret) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
 		return
 	}
-	user := f.Get("username")
 	p.mu.Lock()
-	pw, ok := p.users[user]
+	var user string
+	ok := false
+	if grant == "password" {
+		user = f.Get("username")
+		pw, known := p.users[user]
+		ok = known && pw == f.Get("password")
+	} else {
+		user, ok = p.refresh[f.Get("refresh_token")]
+	}
 	lifetime := p.lifetime
 	p.mu.Unlock()
-	if !ok || pw != f.Get("password") {
+	if !ok {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_grant", "error_description": "Invalid user credentials"})
 		return
 	}
 	now := time.Now()
-	jti := make([]byte, 12)
-	_, _ = rand.Read(jti)
 	tok, err := p.sign(map[string]any{"iss": p.URL, "sub": user, "aud": p.ClientID, "iat": now.Unix(),
-		"exp": now.Add(lifetime).Unix(), "jti": b64(jti), "preferred_username": user})
+		"exp": now.Add(lifetime).Unix(), "jti": random(), "preferred_username": user})
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
 		return
 	}
+	refresh := random()
 	p.mu.Lock()
 	p.issued[tok] = user
+	p.refresh[refresh] = user
+	if grant == "refresh_token" {
+		p.refreshed++
+	}
 	p.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "id_token": tok, "token_type": "Bearer",
-		"expires_in": int(lifetime / time.Second)})
+		"expires_in": int(lifetime / time.Second), "refresh_token": refresh})
+}
+
+func random() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return b64(b)
 }
 
 // sign makes an RS256 JWT of claims.

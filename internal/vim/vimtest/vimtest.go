@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/mini-vnfm/mini-vnfm/internal/oidc/oidctest"
 )
 
 // Keystone is a Keystone v3 stub with one user in one project, both in the
@@ -140,6 +142,23 @@ func NewKubernetes(t testing.TB, token string) *Kubernetes {
 	k.Server = httptest.NewTLSServer(http.HandlerFunc(k.serve))
 	t.Cleanup(k.Server.Close)
 	return k
+}
+
+// NewOIDCKubernetes starts an OpenID provider for client "vnfm" (with
+// clientSecret) where user "alice" logs in with password, and the stand-in
+// accepting the ID tokens it issues to alice, as an API server started with
+// --oidc-issuer-url would; both stop when the test ends.
+func NewOIDCKubernetes(t testing.TB, clientSecret, password string) (*oidctest.Provider, *Kubernetes) {
+	t.Helper()
+	idp, err := oidctest.Start("vnfm", clientSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(idp.Close)
+	idp.AddUser("alice", password)
+	k := NewKubernetes(t, "")
+	k.Accept = func(tok string) bool { u, ok := idp.Holder(tok); return ok && u == "alice" }
+	return idp, k
 }
 
 // URL is the API server URL.
