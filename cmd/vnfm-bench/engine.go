@@ -146,19 +146,29 @@ type opSample struct {
 	committed             time.Time // state_entered_time of COMPLETED (database clock, same machine)
 }
 
-// runOp posts a task and waits for its COMPLETED notification.
-func (b *bench) runOp(ctx context.Context, rcv *receiver, inst, task, body string) (opSample, error) {
+// taskPost is the whole POST of a task on one instance, for the lean
+// client.
+func taskPost(host, inst, task, body string) []byte {
+	return fmt.Appendf(nil, "POST /vnflcm/v1/vnf_instances/%s/%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		inst, task, host, len(body), body)
+}
+
+// runOp posts a task (req, from taskPost) and waits for its COMPLETED
+// notification.
+func (b *bench) runOp(ctx context.Context, rcv *receiver, c *leanClient, task string, req []byte) (opSample, error) {
 	s := opSample{sent: time.Now()}
-	code, h, rb, err := b.call(ctx, "POST", "/vnflcm/v1/vnf_instances/"+inst+"/"+task, body)
+	res, err := c.exchange(req)
 	s.accepted = time.Now()
 	if err != nil {
 		return s, err
 	}
-	if code != http.StatusAccepted {
-		return s, fmt.Errorf("%s: %d %s", task, code, rb)
+	if res.status != http.StatusAccepted {
+		return s, fmt.Errorf("%s: %d %s", task, res.status, res.body)
 	}
-	loc := h.Get("Location")
-	s.id = loc[strings.LastIndex(loc, "/")+1:]
+	s.id = res.location[strings.LastIndex(res.location, "/")+1:]
+	if s.id == "" {
+		return s, fmt.Errorf("%s: 202 without the op occurrence's Location", task)
+	}
 	w := rcv.wait(s.id)
 	select {
 	case <-w.done:
@@ -242,17 +252,28 @@ func (b *bench) engine() error {
 		return err
 	}
 	b.instanceIDs = ids
+	// One keep-alive connection per instance, and each instance's two
+	// requests built once.
+	host := strings.TrimPrefix(b.base, "http://")
+	conns := make([]*leanClient, len(ids))
+	posts := make([]map[string][]byte, len(ids))
+	for i, id := range ids {
+		conns[i] = newLeanClient(host, time.Minute)
+		defer conns[i].Close()
+		posts[i] = map[string][]byte{"instantiate": taskPost(host, id, "instantiate", instantiateBody),
+			"terminate": taskPost(host, id, "terminate", terminateBody)}
+	}
 
 	// Bursts: every instance instantiated at the same moment, then all terminated.
-	burst := func(task, body string) ([]opSample, error) {
+	burst := func(task string) ([]opSample, error) {
 		samples := make([]opSample, len(ids))
 		errs := make([]error, len(ids))
 		start := make(chan struct{})
 		var wg sync.WaitGroup
-		for i, id := range ids {
+		for i := range ids {
 			wg.Go(func() {
 				<-start
-				samples[i], errs[i] = b.runOp(b.ctx, rcv, id, task, body)
+				samples[i], errs[i] = b.runOp(b.ctx, rcv, conns[i], task, posts[i][task])
 			})
 		}
 		time.Sleep(20 * time.Millisecond) // let every goroutine reach the start line
@@ -269,11 +290,11 @@ func (b *bench) engine() error {
 			burstMeter = startCPU(b.vnfmPID, b.pgPID)
 			waitBurstProfile = b.profile("engine-burst-cpu", time.Duration(b.o.rounds)*150*time.Millisecond)
 		}
-		s, err := burst("instantiate", instantiateBody)
+		s, err := burst("instantiate")
 		if err != nil {
 			return err
 		}
-		t, err := burst("terminate", terminateBody)
+		t, err := burst("terminate")
 		if err != nil {
 			return err
 		}
@@ -358,15 +379,15 @@ func (b *bench) engine() error {
 	t0 := time.Now()
 	deadline := t0.Add(b.o.sustain)
 	var wg sync.WaitGroup
-	for i, id := range ids {
+	for i := range ids {
 		wg.Go(func() {
 			var local []float64
 			for k := 0; time.Now().Before(deadline); k++ {
-				task, body := "instantiate", instantiateBody
+				task := "instantiate"
 				if k%2 == 1 {
-					task, body = "terminate", terminateBody
+					task = "terminate"
 				}
-				s, err := b.runOp(b.ctx, rcv, id, task, body)
+				s, err := b.runOp(b.ctx, rcv, conns[i], task, posts[i][task])
 				if err != nil {
 					errs[i] = err
 					return
@@ -375,7 +396,7 @@ func (b *bench) engine() error {
 				local = append(local, ms(s.notif.Sub(s.sent)))
 				if k%2 == 0 && !time.Now().Before(deadline) {
 					// leave the instance terminated, like the bursts do
-					if _, err := b.runOp(b.ctx, rcv, id, "terminate", terminateBody); err != nil {
+					if _, err := b.runOp(b.ctx, rcv, conns[i], "terminate", posts[i]["terminate"]); err != nil {
 						errs[i] = err
 						return
 					}

@@ -12,16 +12,17 @@ import (
 	"time"
 )
 
-// leanClient is the reads phase's HTTP/1.1 client, lean as pgbench is on
+// leanClient is the bench's HTTP/1.1 client for what it measures (the
+// reads phase's GETs, the engine phase's task POSTs), lean as pgbench is on
 // the other side of the ratio (wrk's way): one keep-alive connection, the
-// request bytes of every id built once, no per-request allocation. It is
-// still a real client. For each GET it writes the whole request, reads the
-// status line, every header line up to the blank line and exactly
-// Content-Length bytes of body, and it accepts the response only when the
-// status is 200, the body is a JSON object holding "id":"<the requested
-// id>", and the connection may be kept (otherwise it dials again). Anything
-// else — another status, no Content-Length, a chunked or truncated body, a
-// body of another instance — is an error that stops the measurement.
+// request bytes built once, no per-request allocation. It is still a real
+// client. For each request it writes the whole request, reads the status
+// line, every header line up to the blank line and exactly Content-Length
+// bytes of body, and keeps the connection only when the server does
+// (otherwise it dials again). A chunked or truncated body, or none without
+// Content-Length, is an error that stops the measurement; get also accepts
+// only a 200 whose body is the JSON object holding "id":"<the requested
+// id>".
 type leanClient struct {
 	addr    string
 	conn    net.Conn
@@ -62,10 +63,34 @@ func (c *leanClient) Close() {
 // get sends req and checks its response; the body returned is valid until
 // the next call.
 func (c *leanClient) get(req, want []byte) ([]byte, error) {
+	res, err := c.exchange(req)
+	if err != nil {
+		return res.body, err
+	}
+	if res.status != 200 {
+		return res.body, fmt.Errorf("GET instance: %d %s", res.status, res.body)
+	}
+	if b := res.body; len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' || !bytes.Contains(b, want) {
+		return b, fmt.Errorf("lean client: the body is not the JSON object holding %s: %.200s", want, b)
+	}
+	return res.body, nil
+}
+
+// leanResponse is a response as the lean client read it; body is valid
+// until the client's next call.
+type leanResponse struct {
+	status   int
+	location string // the Location header, "" when none
+	body     []byte
+}
+
+// exchange writes req, whole, and reads its response, keeping the
+// connection when the server does.
+func (c *leanClient) exchange(req []byte) (leanResponse, error) {
 	if c.conn == nil {
 		conn, err := net.DialTimeout("tcp", c.addr, c.timeout)
 		if err != nil {
-			return nil, err
+			return leanResponse{}, err
 		}
 		c.conn, c.renew = conn, time.Time{}
 		if c.br == nil {
@@ -80,19 +105,19 @@ func (c *leanClient) get(req, want []byte) ([]byte, error) {
 	if now := time.Now(); now.After(c.renew) {
 		if err := c.conn.SetDeadline(now.Add(c.timeout)); err != nil {
 			c.Close()
-			return nil, err
+			return leanResponse{}, err
 		}
 		c.renew = now.Add(c.timeout / 2)
 	}
 	if _, err := c.conn.Write(req); err != nil {
 		c.Close()
-		return nil, err
+		return leanResponse{}, err
 	}
-	body, keep, err := c.readResponse(want)
+	res, keep, err := c.readResponse()
 	if err != nil || !keep {
 		c.Close()
 	}
-	return body, err
+	return res, err
 }
 
 var (
@@ -100,23 +125,23 @@ var (
 	hdrLength    = []byte("content-length")
 	hdrEncoding  = []byte("transfer-encoding")
 	hdrConn      = []byte("connection")
+	hdrLocation  = []byte("location")
 	tokenClose   = []byte("close")
 	errTruncated = errors.New("lean client: response ends before its headers do")
 )
 
 // readResponse reads one response: the status line, the headers, and a
 // Content-Length body into c.body.
-func (c *leanClient) readResponse(want []byte) (body []byte, keep bool, err error) {
+func (c *leanClient) readResponse() (res leanResponse, keep bool, err error) {
 	line, err := c.br.ReadSlice('\n')
 	if err != nil {
-		return nil, false, fmt.Errorf("lean client: status line: %w", err)
+		return res, false, fmt.Errorf("lean client: status line: %w", err)
 	}
 	if !bytes.HasPrefix(line, http11) || len(line) < len(http11)+3 {
-		return nil, false, fmt.Errorf("lean client: not an HTTP/1.1 status line: %q", line)
+		return res, false, fmt.Errorf("lean client: not an HTTP/1.1 status line: %q", line)
 	}
-	status, err := strconv.Atoi(string(line[len(http11) : len(http11)+3]))
-	if err != nil {
-		return nil, false, fmt.Errorf("lean client: status line %q: %w", line, err)
+	if res.status, err = strconv.Atoi(string(line[len(http11) : len(http11)+3])); err != nil {
+		return res, false, fmt.Errorf("lean client: status line %q: %w", line, err)
 	}
 	length, keep := -1, true
 	for {
@@ -125,7 +150,7 @@ func (c *leanClient) readResponse(want []byte) (body []byte, keep bool, err erro
 			if errors.Is(err, io.EOF) {
 				err = errTruncated
 			}
-			return nil, false, fmt.Errorf("lean client: headers: %w", err)
+			return res, false, fmt.Errorf("lean client: headers: %w", err)
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		if len(line) == 0 {
@@ -133,37 +158,33 @@ func (c *leanClient) readResponse(want []byte) (body []byte, keep bool, err erro
 		}
 		name, value, ok := bytes.Cut(line, []byte{':'})
 		if !ok {
-			return nil, false, fmt.Errorf("lean client: header line without colon: %q", line)
+			return res, false, fmt.Errorf("lean client: header line without colon: %q", line)
 		}
 		value = bytes.TrimSpace(value)
 		switch {
 		case bytes.EqualFold(name, hdrLength):
 			if length, err = strconv.Atoi(string(value)); err != nil || length < 0 {
-				return nil, false, fmt.Errorf("lean client: Content-Length %q", value)
+				return res, false, fmt.Errorf("lean client: Content-Length %q", value)
 			}
 		case bytes.EqualFold(name, hdrEncoding):
-			return nil, false, fmt.Errorf("lean client: status %d with Transfer-Encoding %s: only Content-Length bodies are read", status, value)
+			return res, false, fmt.Errorf("lean client: status %d with Transfer-Encoding %s: only Content-Length bodies are read", res.status, value)
 		case bytes.EqualFold(name, hdrConn):
 			if bytes.EqualFold(value, tokenClose) {
 				keep = false
 			}
+		case bytes.EqualFold(name, hdrLocation):
+			res.location = string(value)
 		}
 	}
 	if length < 0 {
-		return nil, false, fmt.Errorf("lean client: status %d without Content-Length", status)
+		return res, false, fmt.Errorf("lean client: status %d without Content-Length", res.status)
 	}
 	if cap(c.body) < length {
 		c.body = make([]byte, length)
 	}
-	body = c.body[:length]
-	if _, err := io.ReadFull(c.br, body); err != nil {
-		return nil, false, fmt.Errorf("lean client: body of %d bytes: %w", length, err)
+	res.body = c.body[:length]
+	if _, err := io.ReadFull(c.br, res.body); err != nil {
+		return res, false, fmt.Errorf("lean client: body of %d bytes: %w", length, err)
 	}
-	if status != 200 {
-		return body, keep, fmt.Errorf("GET instance: %d %s", status, body)
-	}
-	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' || !bytes.Contains(body, want) {
-		return body, keep, fmt.Errorf("lean client: the body is not the JSON object holding %s: %.200s", want, body)
-	}
-	return body, keep, nil
+	return res, keep, nil
 }

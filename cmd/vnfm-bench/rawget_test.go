@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -72,5 +73,46 @@ func TestLeanClient(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("GET %s: error %v, want one containing %q", ids[i], err, want)
 		}
+	}
+}
+
+// TestLeanPost: the engine phase's task POST goes out whole (body and
+// Content-Length) and its 202's Location comes back; a refusal's status and
+// ProblemDetails too, on the same connection.
+func TestLeanPost(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" || string(b) != `{"flavourId":"simple"}` {
+			http.Error(w, `{"status":400}`, http.StatusBadRequest)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/terminate") {
+			http.Error(w, `{"status":409,"detail":"not instantiated"}`, http.StatusConflict)
+			return
+		}
+		w.Header().Set("Location", "http://"+r.Host+"/vnflcm/v1/vnf_lcm_op_occs/op-1")
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	c := newLeanClient(host, 5*time.Second)
+	defer c.Close()
+	res, err := c.exchange(taskPost(host, "i-1", "instantiate", `{"flavourId":"simple"}`))
+	if err != nil || res.status != http.StatusAccepted || res.location != srv.URL+"/vnflcm/v1/vnf_lcm_op_occs/op-1" || len(res.body) != 0 {
+		t.Fatalf("instantiate: %+v, %v", res, err)
+	}
+	res, err = c.exchange(taskPost(host, "i-1", "terminate", `{"flavourId":"simple"}`))
+	if err != nil || res.status != http.StatusConflict || !strings.Contains(string(res.body), "not instantiated") {
+		t.Fatalf("terminate: %d %q, %v", res.status, res.body, err)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("2 POSTs used %d connections, want 1", n)
 	}
 }
