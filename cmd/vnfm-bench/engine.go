@@ -254,7 +254,10 @@ func (b *bench) engine() error {
 	b.instanceIDs = ids
 	// One keep-alive connection per instance, and each instance's two
 	// requests built once.
-	host := strings.TrimPrefix(b.base, "http://")
+	host, err := leanAddr(b.base)
+	if err != nil {
+		return err
+	}
 	conns := make([]*leanClient, len(ids))
 	posts := make([]map[string][]byte, len(ids))
 	for i, id := range ids {

@@ -35,18 +35,27 @@ type leanClient struct {
 // leanRequests builds each id's GET request and the bytes its response body
 // must contain.
 func leanRequests(base, pathPrefix string, ids []string) (reqs, wants [][]byte, addr string, err error) {
-	u, err := url.Parse(base)
-	if err != nil {
+	if addr, err = leanAddr(base); err != nil {
 		return nil, nil, "", err
 	}
-	if u.Scheme != "http" {
-		return nil, nil, "", fmt.Errorf("lean client: %s is not plain http", base)
-	}
 	for _, id := range ids {
-		reqs = append(reqs, fmt.Appendf(nil, "GET %s%s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n\r\n", pathPrefix, id, u.Host))
+		reqs = append(reqs, fmt.Appendf(nil, "GET %s%s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n\r\n", pathPrefix, id, addr))
 		wants = append(wants, []byte(`"id":"`+id+`"`))
 	}
-	return reqs, wants, u.Host, nil
+	return reqs, wants, addr, nil
+}
+
+// leanAddr is the host:port of a plain-http base URL, which is all the lean
+// client speaks.
+func leanAddr(base string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	if u.Scheme != "http" {
+		return "", fmt.Errorf("lean client: %s is not plain http", base)
+	}
+	return u.Host, nil
 }
 
 func newLeanClient(addr string, timeout time.Duration) *leanClient {

@@ -147,8 +147,7 @@ var helmParams = []string{"use_helm", "using_helm_install_param", "helm_replica_
 // instance's stored parameters do not stop its scale, heal or termination).
 func refuseHelm(ap map[string]any) error {
 	for _, k := range helmParams {
-		v, ok := ap[k]
-		if s, isStr := v.(string); !ok || v == nil || v == false || (k == "use_helm" && isStr && (s == "" || strings.EqualFold(s, "false"))) {
+		if helmOff(k, ap[k]) {
 			continue
 		}
 		return fmt.Errorf("additionalParams.%s: Tacker's Helm mode is not supported by this VNFM; deploy the chart's "+
@@ -156,6 +155,20 @@ func refuseHelm(ap map[string]any) error {
 			"add the file to the VNF package and list it in additionalParams.%s, without %s", k, ParamDefFiles, strings.Join(helmParams, ", "))
 	}
 	return nil
+}
+
+// helmOff says a Helm parameter asks for nothing: absent, null or false, or
+// use_helm given as "" or "false" in any case.
+func helmOff(k string, v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !x
+	case string:
+		return k == "use_helm" && (x == "" || strings.EqualFold(x, "false"))
+	}
+	return false
 }
 
 // object is one manifest document as the driver creates it.
